@@ -1,0 +1,60 @@
+"""Console output for the CLI and provisioning: messages, progress bars, tables."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TransferSpeedColumn,
+)
+from rich.table import Table
+
+console = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+
+def say(message: str) -> None:
+    """Print a progress message on stderr."""
+    console.print(message)
+
+
+@contextmanager
+def progress_bar(label: str, total: int) -> Iterator[Callable[[int], None]]:
+    """Show a byte progress bar while the body runs; yields an `advance(n)` callable.
+
+    Without a terminal (CI logs) it prints one line at the start and one at the end instead.
+    """
+    if not sys.stderr.isatty():
+        console.print(f"{label} ({total / 1e6:.0f} MB)" if total else label)
+        yield lambda _n: None
+        return
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task(label, total=total or None)
+        yield lambda n: progress.advance(task, n)
+    console.print(f"{label}: done")
+
+
+def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> None:
+    """Print rows as a table on stdout."""
+    table = Table(title=title or None)
+    for column in columns:
+        table.add_column(str(column))
+    for row in rows:
+        table.add_row(*("NULL" if value is None else str(value) for value in row))
+    out.print(table)

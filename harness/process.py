@@ -1,0 +1,164 @@
+"""A service's operating-system process: start detached, stop, kill -9, pause, resume, measure.
+
+The pid and the process's start time are kept in the service's state directory, so any later
+`icefloe` command (or a test) can control a process that an earlier command started, and a
+recycled pid is never mistaken for the service.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import psutil
+
+_MIN_OPEN_FILES = 65536  # Trino refuses to start below 4096; Kafka wants many too
+
+
+def _raise_open_files_limit() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = _MIN_OPEN_FILES if hard == resource.RLIM_INFINITY else min(_MIN_OPEN_FILES, hard)
+    if soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+
+
+class ManagedProcess:
+    """One long-running process of a service, tracked through a pid file."""
+
+    def __init__(self, name: str, state_dir: Path) -> None:
+        self.name = name
+        self.state_dir = state_dir
+        self.pid_file = state_dir / "pid.json"
+        self.log_file = state_dir / f"{name}.log"
+
+    def start(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> int:
+        """Start the process in its own session, output appended to the log file.
+
+        Secrets reach the process through `env`, never through argv, so `ps` does not show them.
+        """
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        with self.log_file.open("ab") as log:
+            log.write(f"\n--- icefloe: starting {self.name} at {time.ctime()} ---\n".encode())
+            log.flush()
+            proc = subprocess.Popen(  # noqa: S603 - argv built by the harness
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=dict(env),
+                cwd=cwd,
+                start_new_session=True,
+                preexec_fn=_raise_open_files_limit,  # noqa: PLW1509 - no threads hold locks here
+            )
+        created = psutil.Process(proc.pid).create_time()
+        self.pid_file.write_text(json.dumps({"pid": proc.pid, "created": created}))
+        return proc.pid
+
+    def process(self) -> psutil.Process | None:
+        """The live process, or None if it is not running (or the pid now belongs to another)."""
+        try:
+            record = json.loads(self.pid_file.read_text())
+            proc = psutil.Process(record["pid"])
+            if abs(proc.create_time() - record["created"]) > 1:
+                return None
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                self._reap(proc.pid)
+                return None
+            return proc
+        except (FileNotFoundError, json.JSONDecodeError, KeyError, psutil.Error):
+            return None
+
+    @property
+    def pid(self) -> int | None:
+        proc = self.process()
+        return proc.pid if proc else None
+
+    def is_running(self) -> bool:
+        return self.process() is not None
+
+    def is_paused(self) -> bool:
+        proc = self.process()
+        try:
+            return proc is not None and proc.status() == psutil.STATUS_STOPPED
+        except psutil.Error:
+            return False
+
+    def _signal_group(self, sig: signal.Signals) -> bool:
+        proc = self.process()
+        if proc is None:
+            return False
+        try:
+            os.killpg(os.getpgid(proc.pid), sig)
+        except ProcessLookupError:
+            return False
+        return True
+
+    @staticmethod
+    def _reap(pid: int) -> None:
+        # Only our own children can be reaped; processes started by an earlier command are
+        # reaped by init.
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+
+    def wait_exit(self, timeout: float) -> bool:
+        """Wait until the process is gone; True if it went within `timeout` seconds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            proc = self.process()
+            if proc is None:
+                return True
+            self._reap(proc.pid)
+            time.sleep(0.1)
+        return self.process() is None
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop gracefully (SIGTERM), then by force (SIGKILL) after `timeout` seconds."""
+        self._signal_group(signal.SIGCONT)  # a paused process cannot handle SIGTERM
+        if self._signal_group(signal.SIGTERM) and not self.wait_exit(timeout):
+            self.kill()
+        self.pid_file.unlink(missing_ok=True)
+
+    def kill(self) -> None:
+        """kill -9 the whole process group, as a crash would."""
+        self._signal_group(signal.SIGKILL)
+        self.wait_exit(10)
+
+    def pause(self) -> None:
+        """Freeze the process (SIGSTOP): it holds its ports but answers nothing."""
+        self._signal_group(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Thaw a paused process (SIGCONT)."""
+        self._signal_group(signal.SIGCONT)
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the process and its children."""
+        proc = self.process()
+        if proc is None:
+            return 0
+        total = 0
+        for p in [proc, *proc.children(recursive=True)]:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                continue
+        return total
+
+    def log_tail(self, lines: int = 40) -> str:
+        """The last lines of the log file."""
+        try:
+            with self.log_file.open("rb") as f:
+                f.seek(0, os.SEEK_END)
+                f.seek(max(0, f.tell() - 64 * 1024))
+                text = f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return "(no log yet)"
+        return "\n".join(text.splitlines()[-lines:])

@@ -1,0 +1,127 @@
+"""Trino: a single-node coordinator-and-worker with the Iceberg catalog `lake`.
+
+The server is run with java directly (not through Trino's launcher) so the harness tracks one
+process. S3 credentials reach the catalog file through ${ENV:...} substitution, so no secret is
+written to disk or shown on a command line.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness import keys
+from harness.readiness import HttpOk, Readiness
+from harness.services.base import LocalService, write_properties
+
+_JVM_FLAGS = (
+    "-XX:+UseG1GC",
+    "-XX:G1HeapRegionSize=32M",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-XX:-OmitStackTraceInFastThrow",
+    "-XX:ReservedCodeCacheSize=256M",
+    "-XX:PerMethodRecompilationCutoff=10000",
+    "-XX:PerBytecodeRecompilationCutoff=10000",
+    "-XX:+EnableDynamicAgentLoading",
+    "-Djdk.attach.allowAttachSelf=true",
+    "-Djdk.nio.maxCachedBufferSize=2000000",
+    "-Dfile.encoding=UTF-8",
+)
+
+
+def _started(body: bytes) -> bool:
+    info: dict[str, Any] = json.loads(body)
+    return info.get("starting") is False
+
+
+class Trino(LocalService):
+    """Trino server from the provisioned core tarball plus the Iceberg plugin."""
+
+    name = "trino"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.config.host}:{self.config.trino_port}"
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        return (self.config.trino_port,)
+
+    @property
+    def etc(self):  # type: ignore[no-untyped-def]
+        return self.state_dir / "etc"
+
+    def prepare(self) -> None:
+        c = self.config
+        home = self.layout.trino_home
+        write_properties(
+            self.etc / "config.properties",
+            {
+                keys.TRINO_COORDINATOR: "true",
+                keys.TRINO_INCLUDE_COORDINATOR: "true",
+                keys.TRINO_HTTP_PORT: c.trino_port,
+                keys.TRINO_DISCOVERY_URI: self.url,
+                keys.TRINO_QUERY_MAX_MEMORY: "512MB",
+                keys.TRINO_QUERY_MAX_MEMORY_PER_NODE: "384MB",
+                "http-server.log.enabled": "false",
+                "catalog.config-dir": self.etc / "catalog",
+                "plugin.dir": home / "plugin",
+            },
+        )
+        write_properties(self.etc / "log.properties", {"io.trino": "INFO"})
+        write_properties(
+            self.etc / "catalog" / f"{keys.TRINO_CATALOG}.properties",
+            {
+                keys.TRINO_CONNECTOR: "iceberg",
+                keys.TRINO_ICEBERG_CATALOG_TYPE: "rest",
+                keys.TRINO_ICEBERG_REST_URI: f"http://{c.host}:{c.catalog_port}",
+                keys.TRINO_ICEBERG_FILE_FORMAT: "PARQUET",
+                keys.TRINO_FS_NATIVE_S3: "true",
+                keys.TRINO_S3_ENDPOINT: f"http://{c.host}:{c.minio_port}",
+                keys.TRINO_S3_PATH_STYLE: "true",
+                keys.TRINO_S3_REGION: keys.S3_REGION,
+                keys.TRINO_S3_ACCESS_KEY: "${ENV:%s}" % keys.TRINO_ENV_S3_ACCESS_KEY,
+                keys.TRINO_S3_SECRET_KEY: "${ENV:%s}" % keys.TRINO_ENV_S3_SECRET_KEY,
+            },
+        )
+        (self.state_dir / "data").mkdir(parents=True, exist_ok=True)
+
+    def command(self) -> list[str]:
+        jdk = self.java_jdk()
+        vector = ["--add-modules=jdk.incubator.vector"] if jdk.has_vector_module else []
+        heap = self.config.trino_heap
+        node = {
+            keys.TRINO_NODE_ENVIRONMENT: "icefloe",
+            keys.TRINO_NODE_ID: "icefloe-1",
+            keys.TRINO_NODE_DATA_DIR: self.state_dir / "data",
+            keys.TRINO_NODE_BIND_IP: self.config.host,
+            keys.TRINO_NODE_INTERNAL_ADDRESS: self.config.host,
+        }
+        return [
+            str(jdk.java),
+            "-server",
+            f"-Xmx{heap}",
+            *_JVM_FLAGS,
+            *vector,
+            *(f"-D{k}={v}" for k, v in node.items()),
+            f"-Dconfig={self.etc / 'config.properties'}",
+            f"-Dlog.levels-file={self.etc / 'log.properties'}",
+            "-cp",
+            str(self.layout.trino_home / "lib" / "*"),
+            "io.trino.server.TrinoServer",
+        ]
+
+    def java_jdk(self):  # type: ignore[no-untyped-def]
+        from harness import jdk
+
+        return jdk.choose("trino", self.layout.cache)
+
+    def environment(self) -> dict[str, str]:
+        return {
+            keys.TRINO_ENV_S3_ACCESS_KEY: self.credentials.access_key,
+            keys.TRINO_ENV_S3_SECRET_KEY: self.credentials.secret_key.reveal(),
+        }
+
+    def readiness(self) -> Readiness:
+        return HttpOk(f"{self.url}/v1/info", accept=_started)
