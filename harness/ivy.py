@@ -13,6 +13,7 @@ from xml.sax.saxutils import quoteattr
 
 from harness import versions
 from harness.console import say
+from harness.maven_proxy import relay
 
 _SETTINGS = """<ivysettings>
   <settings defaultResolver="central"/>
@@ -54,9 +55,6 @@ def resolve(
     """
     work = dest.parent / f".{dest.name}-ivy"
     work.mkdir(parents=True, exist_ok=True)
-    (work / "ivysettings.xml").write_text(
-        _SETTINGS.format(root=quoteattr(versions.MAVEN_CENTRAL + "/"))
-    )
     (work / "ivy.xml").write_text(module_xml(name, artifacts))
     staging = dest.with_name(dest.name + ".part")
     cmd = [
@@ -68,7 +66,9 @@ def resolve(
         "-retrieve", str(staging / "[artifact]-[revision](-[classifier]).[ext]"),
     ]  # fmt: skip
     say(f"resolve {name}: " + ", ".join(a.coordinates for a in artifacts))
-    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    with relay() as root:
+        (work / "ivysettings.xml").write_text(_SETTINGS.format(root=quoteattr(root + "/")))
+        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).splitlines()[-30:])
         raise ResolveError(f"Ivy could not resolve {name}:\n{tail}")

@@ -118,7 +118,7 @@ def choose(service: str, cache: Path, *, install: bool = False) -> Jdk:
     version = pypi_jdk_version((low, high))
     if install:
         return install_pypi_jdk(cache, version)
-    jdk = read_jdk(pypi_jdk_home(cache, version))
-    if jdk is None:
+    installed = read_jdk(pypi_jdk_home(cache, version))
+    if installed is None:
         raise NoJdk(f"no Java {low}-{high} for {service}: run `icefloe provision`")
-    return jdk
+    return installed

@@ -7,18 +7,23 @@ recycled pid is never mistaken for the service.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
 
 _MIN_OPEN_FILES = 65536  # Trino refuses to start below 4096; Kafka wants many too
+
+# Children started by this Python process, kept so they can be reaped (and are not reported as
+# leaked when a handle would otherwise be garbage-collected while the service runs on).
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 
 
 def _raise_open_files_limit() -> None:
@@ -46,7 +51,7 @@ class ManagedProcess:
         with self.log_file.open("ab") as log:
             log.write(f"\n--- icefloe: starting {self.name} at {time.ctime()} ---\n".encode())
             log.flush()
-            proc = subprocess.Popen(  # noqa: S603 - argv built by the harness
+            proc = subprocess.Popen(
                 list(argv),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
@@ -54,8 +59,9 @@ class ManagedProcess:
                 env=dict(env),
                 cwd=cwd,
                 start_new_session=True,
-                preexec_fn=_raise_open_files_limit,  # noqa: PLW1509 - no threads hold locks here
+                preexec_fn=_raise_open_files_limit,
             )
+        _CHILDREN[proc.pid] = proc
         created = psutil.Process(proc.pid).create_time()
         self.pid_file.write_text(json.dumps({"pid": proc.pid, "created": created}))
         return proc.pid
@@ -103,10 +109,13 @@ class ManagedProcess:
     def _reap(pid: int) -> None:
         # Only our own children can be reaped; processes started by an earlier command are
         # reaped by init.
-        try:
+        child = _CHILDREN.get(pid)
+        if child is not None:
+            if child.poll() is not None:
+                del _CHILDREN[pid]
+            return
+        with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
 
     def wait_exit(self, timeout: float) -> bool:
         """Wait until the process is gone; True if it went within `timeout` seconds."""
@@ -133,11 +142,20 @@ class ManagedProcess:
 
     def pause(self) -> None:
         """Freeze the process (SIGSTOP): it holds its ports but answers nothing."""
-        self._signal_group(signal.SIGSTOP)
+        if self._signal_group(signal.SIGSTOP):
+            self._await(lambda: self.is_paused())
 
     def resume(self) -> None:
         """Thaw a paused process (SIGCONT)."""
-        self._signal_group(signal.SIGCONT)
+        if self._signal_group(signal.SIGCONT):
+            self._await(lambda: not self.is_paused())
+
+    @staticmethod
+    def _await(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+        # Signals are delivered asynchronously; wait until the state shows them.
+        deadline = time.monotonic() + timeout
+        while not condition() and time.monotonic() < deadline:
+            time.sleep(0.02)
 
     def rss_bytes(self) -> int:
         """Resident memory of the process and its children."""

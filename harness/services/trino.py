@@ -30,6 +30,11 @@ _JVM_FLAGS = (
 )
 
 
+def _env(variable: str) -> str:
+    """Trino's syntax for a property value read from the server's environment."""
+    return "${ENV:" + variable + "}"
+
+
 def _started(body: bytes) -> bool:
     info: dict[str, Any] = json.loads(body)
     return info.get("starting") is False
@@ -81,8 +86,8 @@ class Trino(LocalService):
                 keys.TRINO_S3_ENDPOINT: f"http://{c.host}:{c.minio_port}",
                 keys.TRINO_S3_PATH_STYLE: "true",
                 keys.TRINO_S3_REGION: keys.S3_REGION,
-                keys.TRINO_S3_ACCESS_KEY: "${ENV:%s}" % keys.TRINO_ENV_S3_ACCESS_KEY,
-                keys.TRINO_S3_SECRET_KEY: "${ENV:%s}" % keys.TRINO_ENV_S3_SECRET_KEY,
+                keys.TRINO_S3_ACCESS_KEY: _env(keys.TRINO_ENV_S3_ACCESS_KEY),
+                keys.TRINO_S3_SECRET_KEY: _env(keys.TRINO_ENV_S3_SECRET_KEY),
             },
         )
         (self.state_dir / "data").mkdir(parents=True, exist_ok=True)

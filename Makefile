@@ -1,0 +1,61 @@
+# icefloe: `make demo` and `make test` set everything up on a fresh machine (Python 3.11+ needed).
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: help venv provision up down status demo test test-unit lint format bench clean clean-cache
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -m venv $(VENV) 2>/dev/null || { $(PYTHON) -m pip install --user --quiet virtualenv && $(PYTHON) -m virtualenv --quiet $(VENV); }
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+venv: $(STAMP) ## create .venv and install icefloe with its dev tools
+
+provision: venv ## fetch Kafka, MinIO, the REST catalog, Trino, Spark jars and JDKs into the cache
+	$(BIN)/icefloe provision
+
+up: provision ## start the local stack (Kafka, MinIO, REST catalog, Trino)
+	$(BIN)/icefloe up --no-provision
+
+down: ## stop the local stack
+	@if [ -x $(BIN)/icefloe ]; then $(BIN)/icefloe down; fi
+
+status: venv ## pid, ports, health and memory of each service
+	$(BIN)/icefloe status
+
+demo: provision ## bring the stack up and walk through it
+	$(BIN)/icefloe demo --no-provision
+
+test: provision ## unit, integration and scenario tests on the real stack
+	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+
+test-unit: venv ## fast tests only: no services
+	$(BIN)/pytest -m "not integration and not scenario and not slow" $(PYTEST_ARGS)
+
+lint: venv ## ruff and mypy
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: venv ## format the code
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: up ## benchmarks that print numbers (stack start-up and memory)
+	$(BIN)/python benchmarks/bench_stack.py
+
+clean: down ## stop the stack, remove the venv and the run directory (keeps the cache)
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache reports
+	rm -rf "$${ICEFLOE_RUN_DIR:-$${XDG_STATE_HOME:-$$HOME/.local/state}/icefloe/run}"
+
+clean-cache: ## remove the provisioning cache (next provision starts from nothing)
+	rm -rf "$${ICEFLOE_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/icefloe}"

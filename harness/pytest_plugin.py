@@ -1,0 +1,129 @@
+"""pytest plugin: the running stack as a session fixture, and factories for per-test names.
+
+`stack` starts the local stack if it is not already healthy (provisioning first) and stops it
+at the end of the session only if it started it, so `make up` followed by `make test` reuses
+a running stack. Factories give every test its own topic, schema and table names, so tests
+never share state. Set ICEFLOE_KEEP_STACK=1 to leave a stack started by the tests running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from harness.reference import create_table_sql
+
+KEEP_STACK = "ICEFLOE_KEEP_STACK"
+
+
+def unique_name(prefix: str) -> str:
+    """A lower-case identifier unique to this call, valid for Kafka, Trino and Iceberg."""
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Any]:
+    """The local stack, started for the session if it was not running."""
+    from harness.layout import Layout
+    from harness.provision import provision
+    from harness.stack import Stack
+
+    running = Stack()
+    started_here = False
+    if not running.healthy():
+        provision(Layout(running.config.cache_dir))
+        running.up()
+        started_here = True
+    yield running
+    if started_here and os.environ.get(KEEP_STACK) != "1":
+        running.down()
+
+
+@pytest.fixture
+def trino(stack: Any) -> Iterator[Any]:
+    """A Trino DB-API connection to the `lake` catalog."""
+    conn = stack.trino_connection()
+    yield conn
+    conn.close()
+
+
+@pytest.fixture
+def iceberg_catalog(stack: Any) -> Any:
+    """A pyiceberg catalog on the stack's REST catalog."""
+    return stack.pyiceberg_catalog()
+
+
+@pytest.fixture
+def kafka_admin(stack: Any) -> Any:
+    """A confluent-kafka AdminClient on the stack's broker."""
+    return stack.kafka_admin()
+
+
+@pytest.fixture
+def topic_factory(stack: Any) -> Iterator[Callable[..., str]]:
+    """Create topics with fresh names; they are deleted after the test."""
+    from confluent_kafka.admin import NewTopic
+
+    admin = stack.kafka_admin()
+    created: list[str] = []
+
+    def make(partitions: int = 1, prefix: str = "t") -> str:
+        name = unique_name(prefix)
+        futures = admin.create_topics([NewTopic(name, partitions, 1)], operation_timeout=30)
+        futures[name].result(timeout=30)
+        created.append(name)
+        return name
+
+    yield make
+    if created:
+        for future in admin.delete_topics(created, operation_timeout=30).values():
+            with contextlib.suppress(Exception):  # a test may have deleted it already
+                future.result(timeout=30)
+
+
+@pytest.fixture
+def schema_factory(stack: Any) -> Iterator[Callable[..., str]]:
+    """Create Trino schemas in `lake` with fresh names; dropped (with their tables) afterwards."""
+    conn = stack.trino_connection()
+    cur = conn.cursor()
+    created: list[str] = []
+
+    def make(prefix: str = "s") -> str:
+        name = unique_name(prefix)
+        cur.execute(f"CREATE SCHEMA lake.{name}")
+        cur.fetchall()
+        created.append(name)
+        return name
+
+    yield make
+    for schema in created:
+        try:
+            cur.execute(f"SHOW TABLES FROM lake.{schema}")
+            for (table,) in cur.fetchall():
+                cur.execute(f'DROP TABLE IF EXISTS lake.{schema}."{table}"')
+                cur.fetchall()
+            cur.execute(f"DROP SCHEMA IF EXISTS lake.{schema}")
+            cur.fetchall()
+        except Exception:  # the stack may be down after a failed fault test
+            pass
+    conn.close()
+
+
+@pytest.fixture
+def table_factory(stack: Any, schema_factory: Callable[..., str]) -> Callable[..., str]:
+    """Create tables of the reference shape (or given DDL columns); returns `lake.schema.table`."""
+    conn = stack.trino_connection()
+
+    def make(extra_columns: tuple[tuple[str, str], ...] = (), schema: str | None = None) -> str:
+        qualified = f"lake.{schema or schema_factory()}.{unique_name('tbl')}"
+        cur = conn.cursor()
+        cur.execute(create_table_sql(qualified, extra_columns))
+        cur.fetchall()
+        return qualified
+
+    return make

@@ -1,0 +1,40 @@
+"""Stack configuration: file, environment and arguments layer in that order; bad values fail."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness import config
+
+
+def test_defaults_bind_loopback(tmp_path: Path) -> None:
+    cfg = config.load(tmp_path / "absent.toml")
+    assert cfg.host == "127.0.0.1"
+    assert cfg.trino_port == 8080
+
+
+def test_file_then_env_then_arguments(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "icefloe.toml"
+    path.write_text('[stack]\ntrino_port = 18080\nkafka_port = 19092\ntrino_heap = "2g"\n')
+    monkeypatch.setenv("ICEFLOE_STACK_KAFKA_PORT", "29092")
+    cfg = config.load(path, trino_heap="3g")
+    assert (cfg.trino_port, cfg.kafka_port, cfg.trino_heap) == (18080, 29092, "3g")
+
+
+def test_unknown_key_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "icefloe.toml"
+    path.write_text("[stack]\ntrino_prot = 1\n")
+    with pytest.raises(ValueError, match="trino_prot"):
+        config.load(path)
+
+
+def test_non_loopback_host_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="loopback"):
+        config.load(tmp_path / "absent.toml", host="0.0.0.0")
+
+
+def test_port_clash_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="share a port"):
+        config.load(tmp_path / "absent.toml", trino_port=9092)
