@@ -1,0 +1,73 @@
+"""Keys: the names the loader writes into Iceberg metadata and dead-letter headers.
+
+Snapshot-summary properties (written through Spark's
+``snapshot-property.<key>`` write option, see ``snapshot_property_option``)
+carry the exactly-once bookkeeping of every snapshot the loader commits;
+table properties carry the ownership lease between commits.  Anything else
+(compaction, retention, a human's INSERT in Trino) does not write these keys,
+which is how the loader tells its own snapshots apart.
+"""
+
+from __future__ import annotations
+
+PREFIX = "icefloe."
+
+# --- snapshot summary ------------------------------------------------------
+
+LOADER_ID = "icefloe.loader-id"
+"""The id of the loader that committed the snapshot."""
+
+OFFSETS = "icefloe.offsets"
+"""JSON ``{"topic": {"0": 42, ...}}``: for every topic-partition the loader has
+ever loaded, the NEXT offset to read (last loaded offset + 1), as of this
+snapshot.  The map is complete in every snapshot, so the newest one suffices."""
+
+BATCH_ID = "icefloe.batch-id"
+"""The Spark micro-batch id that produced the snapshot (decimal)."""
+
+LEASE_EXPIRES_MS = "icefloe.lease-expires-ms"
+"""Until when (epoch milliseconds) the committing loader claims the table."""
+
+RECORDS = "icefloe.records"
+"""Rows written by the batch (decimal)."""
+
+DEAD_LETTERED = "icefloe.dead-lettered"
+"""Records of the batch sent to the dead-letter topic (decimal)."""
+
+MAX_TIMESTAMP_MS = "icefloe.max-kafka-timestamp-ms"
+"""The newest Kafka record timestamp (epoch milliseconds) the loader has
+committed, carried forward from batch to batch; freshness is now minus this."""
+
+QUERY_ID = "icefloe.query-id"
+"""The Spark streaming query id, to correlate with the checkpoint."""
+
+# --- table properties ------------------------------------------------------
+
+TABLE_OWNER = "icefloe.loader.owner"
+"""The loader id holding the lease on the table."""
+
+TABLE_LEASE_EXPIRES_MS = "icefloe.loader.lease-expires-ms"
+"""Until when (epoch milliseconds) ``TABLE_OWNER`` holds the lease."""
+
+# --- dead-letter headers ---------------------------------------------------
+
+DLQ_SOURCE_TOPIC = "icefloe.source.topic"
+DLQ_SOURCE_PARTITION = "icefloe.source.partition"
+DLQ_SOURCE_OFFSET = "icefloe.source.offset"
+DLQ_ERROR_KIND = "icefloe.error.kind"
+DLQ_ERROR_PATH = "icefloe.error.path"
+DLQ_ERROR_EXPECTED = "icefloe.error.expected"
+DLQ_ERROR_REASON = "icefloe.error.reason"
+DLQ_LOADER_ID = "icefloe.loader-id"
+
+
+def snapshot_property_option(key: str) -> str:
+    """The Spark Iceberg write option that stores ``key`` in the snapshot summary.
+
+    Args:
+        key: a summary key, e.g. ``OFFSETS``.
+
+    Returns:
+        ``"snapshot-property." + key``.
+    """
+    return "snapshot-property." + key

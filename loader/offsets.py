@@ -1,0 +1,415 @@
+"""Offsets: exactly-once bookkeeping between Kafka and Iceberg, as pure functions.
+
+The Spark checkpoint says what to *read*; the table says what was *written*.
+Each snapshot the loader commits records, in its summary (``keys.OFFSETS``),
+the next offset to read for every topic-partition, atomically with the data.
+After a crash between the Iceberg commit and the checkpoint, Spark replays the
+batch; ``plan_batch`` drops the records the table already has, so each record
+lands once.
+
+``committed_offsets`` walks the snapshot lineage from the current snapshot back
+to the root and takes the newest snapshot carrying ``keys.OFFSETS``.  Walking
+parents rather than sorting by time matters: after a rollback the current
+lineage, not the newest timestamp, is the truth.  Snapshots of others
+(compaction ``replace``, row-level ``delete``/``overwrite``, a human's INSERT)
+carry no offsets and are skipped; snapshots removed by ``expire_snapshots``
+simply end the walk early, which ``Committed.history_truncated`` reports.
+
+Ownership lease (the "two loaders" guard): every loader has a unique loader id.
+Each snapshot it commits stamps ``keys.LOADER_ID`` and ``keys.LEASE_EXPIRES_MS``
+(now + ttl), and the loader also keeps the table properties
+``keys.TABLE_OWNER``/``keys.TABLE_LEASE_EXPIRES_MS`` up to date (at start, when
+half the ttl is used, and released on a clean stop), so an idle loader still
+holds the table.  Before starting and before each commit, a loader collects
+the leases from the table properties and from the newest icefloe snapshot;
+if another loader's lease has not expired (allowing ``skew_ms`` of clock
+skew) it stops with ``ConcurrentLoader``.  The lease is advisory: Iceberg
+appends from two writers do not conflict, so the guard is what prevents two
+loaders from interleaving their offsets.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from loader import keys
+from loader.errors import ConcurrentLoader, InvalidOffsets
+
+__all__ = [
+    "BatchPlan",
+    "Committed",
+    "Gap",
+    "Lease",
+    "OffsetRange",
+    "Offsets",
+    "SnapshotInfo",
+    "check_lease",
+    "committed_offsets",
+    "decode_offsets",
+    "encode_offsets",
+    "lease_from_properties",
+    "lease_from_summary",
+    "lease_properties",
+    "live_foreign_lease",
+    "plan_batch",
+    "summary_properties",
+]
+
+Offsets = dict[str, dict[int, int]]
+"""topic -> partition -> next offset to read."""
+
+
+def encode_offsets(offsets: Mapping[str, Mapping[int, int]]) -> str:
+    """Serialize offsets for ``keys.OFFSETS``.
+
+    Args:
+        offsets: topic -> partition -> NEXT offset to read (last loaded + 1).
+
+    Returns:
+        Compact JSON ``{"topic": {"0": 42}}``, topics and partitions in order.
+
+    Raises:
+        InvalidOffsets: a negative partition or offset, or a non-integer.
+    """
+    out: dict[str, dict[str, int]] = {}
+    for topic in sorted(offsets):
+        partitions = offsets[topic]
+        for partition, offset in partitions.items():
+            if not _non_negative_int(partition) or not _non_negative_int(offset):
+                raise InvalidOffsets(f"bad offset {topic}/{partition!r}: {offset!r}")
+        out[topic] = {str(p): partitions[p] for p in sorted(partitions)}
+    return json.dumps(out, separators=(",", ":"))
+
+
+def _non_negative_int(value: object) -> bool:
+    return type(value) is int and value >= 0
+
+
+def decode_offsets(text: str) -> Offsets:
+    """Parse a ``keys.OFFSETS`` value.
+
+    Args:
+        text: the JSON written by ``encode_offsets``.
+
+    Returns:
+        topic -> partition -> next offset to read.
+
+    Raises:
+        InvalidOffsets: not JSON of that shape.
+    """
+    try:
+        raw = json.loads(text)
+    except ValueError as exc:
+        raise InvalidOffsets(f"offsets are not JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise InvalidOffsets("offsets must be a JSON object of topics")
+    result: Offsets = {}
+    for topic, partitions in raw.items():
+        if not isinstance(partitions, dict):
+            raise InvalidOffsets(f"offsets of topic {topic!r} must be an object")
+        result[topic] = {}
+        for partition, offset in partitions.items():
+            if not (partition.isascii() and partition.isdigit()) or not _non_negative_int(offset):
+                raise InvalidOffsets(f"bad offset {topic}/{partition!r}: {offset!r}")
+            result[topic][int(partition)] = offset
+    return result
+
+
+class SnapshotInfo(NamedTuple):
+    """What the offsets logic needs of a snapshot (plain data; no pyiceberg)."""
+
+    snapshot_id: int
+    parent_id: int | None
+    timestamp_ms: int
+    summary: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What the table says was loaded.
+
+    Attributes:
+        offsets: topic -> partition -> next offset to read; empty when no
+            icefloe snapshot is in the lineage.
+        snapshot_id: the snapshot the offsets come from, or ``None``.
+        loader_id: the loader that committed it, or ``None``.
+        batch_id: its Spark batch id, or ``None``.
+        history_truncated: the walk ended at a snapshot whose parent is gone
+            (expired) without finding offsets: "nothing committed" cannot be
+            told apart from "history expired", so do not treat it as a fresh
+            table (fall back to the Spark checkpoint, and warn).
+    """
+
+    offsets: Offsets = field(default_factory=dict)
+    snapshot_id: int | None = None
+    loader_id: str | None = None
+    batch_id: int | None = None
+    history_truncated: bool = False
+
+    @property
+    def found(self) -> bool:
+        """True when an icefloe snapshot was found."""
+        return self.snapshot_id is not None
+
+
+def committed_offsets(
+    snapshots: Sequence[SnapshotInfo | tuple[int, int | None, int, Mapping[str, str]]],
+) -> Committed:
+    """Find the offsets committed by the newest icefloe snapshot of the current lineage.
+
+    Args:
+        snapshots: ``(snapshot_id, parent_id, timestamp_ms, summary)`` with the
+            CURRENT snapshot first.  The walk follows ``parent_id`` links from
+            it, so further snapshots may come in any order and snapshots of
+            other branches are ignored.
+
+    Returns:
+        The ``Committed`` offsets (empty when none are found).
+
+    Raises:
+        InvalidOffsets: the newest icefloe snapshot has unreadable offsets;
+            skipping it would silently load its records twice.
+    """
+    if not snapshots:
+        return Committed()
+    infos = [SnapshotInfo(*s) for s in snapshots]
+    by_id = {s.snapshot_id: s for s in infos}
+    seen: set[int] = set()
+    current: SnapshotInfo | None = infos[0]
+    while current is not None and current.snapshot_id not in seen:
+        seen.add(current.snapshot_id)
+        text = current.summary.get(keys.OFFSETS)
+        if text is not None:
+            batch = current.summary.get(keys.BATCH_ID)
+            return Committed(
+                offsets=decode_offsets(text),
+                snapshot_id=current.snapshot_id,
+                loader_id=current.summary.get(keys.LOADER_ID),
+                batch_id=int(batch) if batch is not None and batch.isdigit() else None,
+            )
+        parent = current.parent_id
+        if parent is None:
+            return Committed()
+        current = by_id.get(parent)
+    return Committed(history_truncated=True)
+
+
+class OffsetRange(NamedTuple):
+    """The records of one topic-partition in a micro-batch: ``start <= offset < end``."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Offsets never loaded: ``committed <= offset < batch start``.
+
+    Normal on compacted or transactional topics (offsets are not dense);
+    otherwise Kafka retention deleted records before they were loaded, or the
+    checkpoint was reset.
+    """
+
+    topic: str
+    partition: int
+    committed: int
+    start: int
+
+
+@dataclass(frozen=True)
+class BatchPlan:
+    """What to write for a micro-batch.
+
+    Attributes:
+        keep_from: (topic, partition) -> the lowest offset to write; records
+            below it are already in the table (a replayed batch).
+        next_offsets: the full offsets map to record in the new snapshot.
+        replayed: how many offsets of the batch are already committed.
+        gaps: partitions whose batch starts beyond the committed offset.
+    """
+
+    keep_from: Mapping[tuple[str, int], int]
+    next_offsets: Offsets
+    replayed: int
+    gaps: tuple[Gap, ...]
+
+    @property
+    def skip(self) -> bool:
+        """True when nothing in the batch is new: commit no snapshot."""
+        return not self.keep_from
+
+    def keeps(self, topic: str, partition: int, offset: int) -> bool:
+        """Whether the record at this position must be written."""
+        start = self.keep_from.get((topic, partition))
+        return start is not None and offset >= start
+
+
+def plan_batch(
+    committed: Mapping[str, Mapping[int, int]],
+    batch_ranges: Iterable[OffsetRange | tuple[str, int, int, int]],
+) -> BatchPlan:
+    """Plan a micro-batch against what the table already holds.
+
+    Args:
+        committed: topic -> partition -> next offset, from ``committed_offsets``.
+        batch_ranges: ``(topic, partition, start, end)`` per partition in the
+            batch, ``end`` exclusive (max offset seen + 1); empty ranges are
+            ignored.
+
+    Returns:
+        The ``BatchPlan``: drop records below ``keep_from``; record
+        ``next_offsets`` (never lower than ``committed``) in the snapshot.
+    """
+    next_offsets: Offsets = {t: dict(p) for t, p in committed.items()}
+    keep_from: dict[tuple[str, int], int] = {}
+    replayed = 0
+    gaps = []
+    for topic, partition, start, end in (OffsetRange(*r) for r in batch_ranges):
+        if end <= start:
+            continue
+        done = committed.get(topic, {}).get(partition)
+        if done is None:
+            keep_from[(topic, partition)] = start
+        elif end <= done:
+            replayed += end - start
+            continue
+        else:
+            if start > done:
+                gaps.append(Gap(topic, partition, done, start))
+            replayed += max(0, done - start)
+            keep_from[(topic, partition)] = max(start, done)
+        next_offsets.setdefault(topic, {})[partition] = end
+    return BatchPlan(keep_from, next_offsets, replayed, tuple(gaps))
+
+
+# ---------------------------------------------------------------------------
+# Ownership lease
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A loader's claim on a table until ``expires_ms`` (epoch milliseconds)."""
+
+    owner: str
+    expires_ms: int
+
+
+def _lease(owner: str | None, expires: str | None) -> Lease | None:
+    if not owner or expires is None:
+        return None
+    try:
+        return Lease(owner, int(expires))
+    except ValueError:
+        return None
+
+
+def lease_from_summary(summary: Mapping[str, str]) -> Lease | None:
+    """The lease stamped in a snapshot summary, or ``None``."""
+    return _lease(summary.get(keys.LOADER_ID), summary.get(keys.LEASE_EXPIRES_MS))
+
+
+def lease_from_properties(properties: Mapping[str, str]) -> Lease | None:
+    """The lease held in table properties, or ``None``."""
+    return _lease(properties.get(keys.TABLE_OWNER), properties.get(keys.TABLE_LEASE_EXPIRES_MS))
+
+
+def live_foreign_lease(
+    me: str, now_ms: int, leases: Iterable[Lease | None], *, skew_ms: int = 0
+) -> Lease | None:
+    """The longest-lived unexpired lease held by another loader, if any.
+
+    Args:
+        me: this loader's id.
+        now_ms: the current time (epoch milliseconds).
+        leases: the leases found (``None`` entries are ignored).
+        skew_ms: clock skew to allow: a lease counts as live until
+            ``expires_ms + skew_ms``.
+
+    Returns:
+        The other loader's lease, or ``None`` when this loader may proceed.
+    """
+    live = [
+        lease
+        for lease in leases
+        if lease is not None and lease.owner != me and lease.expires_ms + skew_ms > now_ms
+    ]
+    return max(live, key=lambda lease: lease.expires_ms, default=None)
+
+
+def check_lease(
+    table: str, me: str, now_ms: int, leases: Iterable[Lease | None], *, skew_ms: int = 0
+) -> None:
+    """Stop if another live loader owns the table.
+
+    Args:
+        table: the table identifier, for the message.
+        me, now_ms, leases, skew_ms: as for ``live_foreign_lease``.
+
+    Raises:
+        ConcurrentLoader: another loader's lease is live.
+    """
+    other = live_foreign_lease(me, now_ms, leases, skew_ms=skew_ms)
+    if other is not None:
+        raise ConcurrentLoader(table, other.owner, other.expires_ms)
+
+
+def lease_properties(me: str, now_ms: int, ttl_ms: int) -> dict[str, str]:
+    """Table properties claiming (or, with ``ttl_ms=0``, releasing) the lease.
+
+    Args:
+        me: this loader's id.
+        now_ms: the current time (epoch milliseconds).
+        ttl_ms: how long the claim lasts.
+
+    Returns:
+        ``{keys.TABLE_OWNER: me, keys.TABLE_LEASE_EXPIRES_MS: now + ttl}``.
+    """
+    return {keys.TABLE_OWNER: me, keys.TABLE_LEASE_EXPIRES_MS: str(now_ms + ttl_ms)}
+
+
+def summary_properties(
+    me: str,
+    now_ms: int,
+    ttl_ms: int,
+    offsets: Mapping[str, Mapping[int, int]],
+    batch_id: int,
+    *,
+    records: int | None = None,
+    dead_lettered: int | None = None,
+    query_id: str | None = None,
+    max_timestamp_ms: int | None = None,
+) -> dict[str, str]:
+    """The snapshot-summary properties of one loader commit.
+
+    Args:
+        me: this loader's id.
+        now_ms: the current time (epoch milliseconds).
+        ttl_ms: lease duration stamped in the summary.
+        offsets: the full next-offsets map (``BatchPlan.next_offsets``).
+        batch_id: the Spark micro-batch id.
+        records, dead_lettered, query_id, max_timestamp_ms: optional statistics.
+
+    Returns:
+        Summary key -> value; pass each as ``keys.snapshot_property_option(key)``.
+    """
+    props = {
+        keys.LOADER_ID: me,
+        keys.OFFSETS: encode_offsets(offsets),
+        keys.BATCH_ID: str(batch_id),
+        keys.LEASE_EXPIRES_MS: str(now_ms + ttl_ms),
+    }
+    if records is not None:
+        props[keys.RECORDS] = str(records)
+    if dead_lettered is not None:
+        props[keys.DEAD_LETTERED] = str(dead_lettered)
+    if query_id is not None:
+        props[keys.QUERY_ID] = query_id
+    if max_timestamp_ms is not None:
+        props[keys.MAX_TIMESTAMP_MS] = str(max_timestamp_ms)
+    return props

@@ -1,0 +1,286 @@
+"""Configuration: TOML, then environment, then flags; validation; secrets never shown."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from loader.config import LoaderConfig, Secret, TableId, load_config
+from loader.errors import ConfigError
+from loader.transforms import CaseFormat, Projection
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "loader" / "example.toml"
+PASSWORD = 'pa$$w0rd-"quoted"'
+MINIMAL = """
+table = "lake.demo.events"
+[kafka]
+bootstrap = "localhost:9092"
+topics = ["events"]
+[catalog]
+uri = "http://localhost:8181"
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "loader.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def load(
+    tmp_path: Path,
+    text: str = MINIMAL,
+    env: dict[str, str] | None = None,
+    argv: list[str] | None = None,
+) -> LoaderConfig:
+    return load_config(write(tmp_path, text), env=env or {}, argv=argv or [])
+
+
+def test_minimal_file_and_defaults(tmp_path: Path) -> None:
+    cfg = load(tmp_path)
+    assert cfg.table == TableId("lake", "demo", "events")
+    assert str(cfg.table) == "lake.demo.events"
+    assert cfg.kafka.topics == ("events",)
+    assert cfg.kafka.starting_offsets == "earliest"
+    assert cfg.kafka.security.protocol == "PLAINTEXT"
+    assert cfg.trigger_interval_s == 5.0
+    assert cfg.spark_trigger == "5000 milliseconds"
+    assert cfg.dead_letter_topic is None
+    assert cfg.case_insensitive is True
+    assert cfg.max_record_bytes == 1 << 20
+    assert cfg.loader_id == "icefloe-loader"
+    assert cfg.lease_ttl_s == 60.0
+
+
+def test_example_file_loads(tmp_path: Path) -> None:
+    secret = write(tmp_path, "minio-secret\n", "s3")
+    cfg = load_config(EXAMPLE, env={"ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY_FILE": str(secret)})
+    assert cfg.dead_letter_topic == "events.dlq"
+    assert cfg.catalog.s3_secret_key == Secret("minio-secret")
+
+
+def test_env_overrides_file_and_flags_override_env(tmp_path: Path) -> None:
+    env = {
+        "ICEFLOE_LOADER_KAFKA_BOOTSTRAP": "env:9092",
+        "ICEFLOE_LOADER_TRIGGER_INTERVAL": "500ms",
+        "ICEFLOE_LOADER_CASE_INSENSITIVE": "false",
+        "ICEFLOE_LOADER_KAFKA_TOPICS": "a, b",
+    }
+    cfg = load(tmp_path, env=env, argv=["--kafka-bootstrap", "cli:9092", "--metrics-port", "9999"])
+    assert cfg.kafka.bootstrap == "cli:9092"
+    assert cfg.trigger_interval_s == 0.5
+    assert cfg.case_insensitive is False
+    assert cfg.kafka.topics == ("a", "b")
+    assert cfg.metrics_port == 9999
+
+
+def test_config_path_from_flag_and_env(tmp_path: Path) -> None:
+    path = write(tmp_path, MINIMAL.replace("events", "from_flag"), "other.toml")
+    cfg = load_config(None, env={}, argv=["--config", str(path)])
+    assert cfg.table.name == "from_flag"
+    cfg = load_config(None, env={"ICEFLOE_LOADER_CONFIG": str(path)})
+    assert cfg.table.name == "from_flag"
+
+
+def test_everything_from_env_without_file() -> None:
+    env = {
+        "ICEFLOE_LOADER_TABLE": "lake.s.t",
+        "ICEFLOE_LOADER_KAFKA_BOOTSTRAP": "k:9092",
+        "ICEFLOE_LOADER_KAFKA_PATTERN": "events\\..*",
+        "ICEFLOE_LOADER_CATALOG_URI": "http://c",
+        "ICEFLOE_LOADER_TRANSFORM_UNNEST": "/data",
+        "ICEFLOE_LOADER_TRANSFORM_CASE_FROM": "lowerCamel",
+        "ICEFLOE_LOADER_TRANSFORM_CASE_TO": "LOWER_UNDERSCORE",
+        "ICEFLOE_LOADER_TRANSFORM_PROJECTIONS": '{"event_id": "/id", "off": "kafka:offset"}',
+    }
+    cfg = load_config(env=env)
+    assert cfg.kafka.pattern == "events\\..*"
+    assert cfg.transform.unnest == "/data"
+    assert cfg.transform.case_to is CaseFormat.LOWER_UNDERSCORE
+    assert cfg.transform.projections == (
+        Projection("event_id", "/id"),
+        Projection("off", "kafka:offset"),
+    )
+
+
+def test_transform_from_file(tmp_path: Path) -> None:
+    cfg = load(
+        tmp_path,
+        MINIMAL
+        + '[transform]\ncase_from = "UpperCamel"\ncase_to = "lower-hyphen"\n'
+        + '[transform.projections]\nk = "kafka:key"\n',
+    )
+    assert cfg.transform.case_from is CaseFormat.UPPER_CAMEL
+    assert cfg.decode.transform.projections == (Projection("k", "kafka:key"),)
+
+
+@pytest.mark.parametrize(
+    ("extra_toml", "env", "argv", "match"),
+    [
+        ("colour = 1\n", {}, [], "unknown setting 'colour'"),
+        ("", {"ICEFLOE_LOADER_KAFKA_BOOTSTRAPS": "x"}, [], "ICEFLOE_LOADER_KAFKA_BOOTSTRAPS"),
+        ("", {}, ["--nope", "1"], "command line"),
+        ("", {}, ["--kafka-password", "x"], "command line"),
+        ("", {}, ["--kafka-bootstrap"], "command line"),
+        ("", {"ICEFLOE_LOADER_TABLE": "demo.events"}, [], "catalog.schema.table"),
+        ("", {"ICEFLOE_LOADER_TRIGGER_INTERVAL": "soon"}, [], "trigger_interval"),
+        ("", {"ICEFLOE_LOADER_TRIGGER_INTERVAL": "0s"}, [], "trigger_interval"),
+        ("", {"ICEFLOE_LOADER_METRICS_PORT": "70000"}, [], "metrics_port"),
+        ("", {"ICEFLOE_LOADER_METRICS_PORT": "x"}, [], "metrics_port"),
+        ("", {"ICEFLOE_LOADER_CASE_INSENSITIVE": "maybe"}, [], "case_insensitive"),
+        ("", {"ICEFLOE_LOADER_KAFKA_PATTERN": "x"}, [], "exactly one"),
+        ("", {"ICEFLOE_LOADER_KAFKA_STARTING_OFFSETS": "now"}, [], "starting_offsets"),
+        ("", {"ICEFLOE_LOADER_DEAD_LETTER_TOPIC": "events"}, [], "dead_letter_topic"),
+        ("", {"ICEFLOE_LOADER_KAFKA_SECURITY_PROTOCOL": "TLS"}, [], "security_protocol"),
+        ("", {"ICEFLOE_LOADER_KAFKA_USERNAME": "u"}, [], "SASL"),
+        ("", {"ICEFLOE_LOADER_KAFKA_SSL_CA_FILE": "/x"}, [], "SSL"),
+        ("", {"ICEFLOE_LOADER_TRANSFORM_CASE_FROM": "lowerCamel"}, [], "both"),
+        ("", {"ICEFLOE_LOADER_TRANSFORM_UNNEST": "data"}, [], "pointer"),
+        ("", {"ICEFLOE_LOADER_TRANSFORM_PROJECTIONS": "[1]"}, [], "projections"),
+        ("", {"ICEFLOE_LOADER_LOADER_ID": "has space"}, [], "loader_id"),
+        ("", {"ICEFLOE_LOADER_CATALOG_URI": ""}, [], "catalog.uri"),
+        ("[kafka.extra]\nx = 1\n", {}, [], "kafka.extra"),
+    ],
+)
+def test_invalid_settings(
+    tmp_path: Path, extra_toml: str, env: dict[str, str], argv: list[str], match: str
+) -> None:
+    # Top-level keys must precede the first [section]; sections go last.
+    text = MINIMAL + extra_toml if extra_toml.startswith("[") else extra_toml + MINIMAL
+    with pytest.raises(ConfigError, match=match):
+        load(tmp_path, text, env, argv)
+
+
+def test_wrong_toml_types(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"kafka\.topics"):
+        load(tmp_path, MINIMAL.replace('["events"]', "7"))
+    with pytest.raises(ConfigError, match="invalid TOML"):
+        load(tmp_path, "table = ")
+
+
+def test_missing_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read config"):
+        load_config(tmp_path / "absent.toml", env={})
+
+
+# --- security and secrets ------------------------------------------------------------
+
+SASL_ENV = {
+    "ICEFLOE_LOADER_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+    "ICEFLOE_LOADER_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
+    "ICEFLOE_LOADER_KAFKA_USERNAME": "loader",
+    "ICEFLOE_LOADER_KAFKA_PASSWORD": PASSWORD,
+}
+
+
+def test_sasl_ssl_passthrough(tmp_path: Path) -> None:
+    ca, cert, key = (write(tmp_path, f"-----{n}-----\n", n) for n in ("ca", "cert", "key"))
+    env = {
+        **SASL_ENV,
+        "ICEFLOE_LOADER_KAFKA_SSL_CA_FILE": str(ca),
+        "ICEFLOE_LOADER_KAFKA_SSL_CERT_FILE": str(cert),
+        "ICEFLOE_LOADER_KAFKA_SSL_KEY_FILE": str(key),
+    }
+    cfg = load(tmp_path, env=env)
+    opts = cfg.kafka.spark_options()
+    assert opts["kafka.security.protocol"] == "SASL_SSL"
+    assert opts["kafka.sasl.mechanism"] == "SCRAM-SHA-512"
+    assert opts["kafka.sasl.jaas.config"] == (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        'username="loader" password="pa$$w0rd-\\"quoted\\"";'
+    )
+    assert opts["kafka.ssl.truststore.location"] == str(ca)
+    assert opts["kafka.ssl.keystore.key"] == "-----key-----\n"
+    assert opts["subscribe"] == "events"
+    producer = cfg.kafka.producer_config()
+    assert producer["sasl.password"] == PASSWORD
+    assert producer["ssl.key.location"] == str(key)
+
+
+@pytest.mark.parametrize(
+    "missing",
+    [
+        "ICEFLOE_LOADER_KAFKA_PASSWORD",
+        "ICEFLOE_LOADER_KAFKA_USERNAME",
+        "ICEFLOE_LOADER_KAFKA_SASL_MECHANISM",
+    ],
+)
+def test_sasl_needs_mechanism_username_and_password(tmp_path: Path, missing: str) -> None:
+    env = {k: v for k, v in SASL_ENV.items() if k != missing}
+    with pytest.raises(ConfigError) as info:
+        load(tmp_path, env=env)
+    assert PASSWORD not in str(info.value)
+
+
+def test_ssl_files_must_exist(tmp_path: Path) -> None:
+    env = {
+        "ICEFLOE_LOADER_KAFKA_SECURITY_PROTOCOL": "SSL",
+        "ICEFLOE_LOADER_KAFKA_SSL_CA_FILE": str(tmp_path / "nope"),
+    }
+    with pytest.raises(ConfigError, match="ssl_ca_file"):
+        load(tmp_path, env=env)
+
+
+def test_cert_needs_key(tmp_path: Path) -> None:
+    env = {
+        "ICEFLOE_LOADER_KAFKA_SECURITY_PROTOCOL": "SSL",
+        "ICEFLOE_LOADER_KAFKA_SSL_CERT_FILE": str(write(tmp_path, "c", "c")),
+    }
+    with pytest.raises(ConfigError, match="go together"):
+        load(tmp_path, env=env)
+
+
+def test_password_file(tmp_path: Path) -> None:
+    secret = write(tmp_path, PASSWORD + "\n", "pw")
+    env = {k: v for k, v in SASL_ENV.items() if k != "ICEFLOE_LOADER_KAFKA_PASSWORD"}
+    cfg = load(tmp_path, env=env, argv=["--kafka-password-file", str(secret)])
+    assert cfg.kafka.security.password is not None
+    assert cfg.kafka.security.password.reveal() == PASSWORD
+
+
+def test_later_layer_wins_between_secret_and_secret_file(tmp_path: Path) -> None:
+    secret = write(tmp_path, "from-file", "pw")
+    text = MINIMAL + f's3_secret_key_file = "{secret}"\n'
+    cfg = load(tmp_path, text, env={"ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY": "from-env"})
+    assert cfg.catalog.s3_secret_key == Secret("from-env")
+    text = MINIMAL + 's3_secret_key = "from-toml"\n'
+    cfg = load(tmp_path, text, env={"ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY_FILE": str(secret)})
+    assert cfg.catalog.s3_secret_key == Secret("from-file")
+
+
+def test_secret_and_secret_file_in_one_layer_is_an_error(tmp_path: Path) -> None:
+    env = {
+        "ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY": "a",
+        "ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY_FILE": "/x",
+    }
+    with pytest.raises(ConfigError, match="not both"):
+        load(tmp_path, env=env)
+
+
+def test_unreadable_secret_file_names_only_the_path(tmp_path: Path) -> None:
+    env = {"ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY_FILE": str(tmp_path / "absent")}
+    with pytest.raises(ConfigError, match="absent"):
+        load(tmp_path, env=env)
+
+
+def test_secrets_are_redacted_everywhere(tmp_path: Path) -> None:
+    cfg = load(tmp_path, env={**SASL_ENV, "ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY": "s3-secret"})
+    secret = cfg.kafka.security.password
+    assert secret is not None
+    for text in (repr(secret), str(secret), f"{secret}", f"{secret!r}", repr(cfg), str(cfg)):
+        assert PASSWORD not in text
+        assert "s3-secret" not in text
+    assert repr(secret) == "********"
+    assert "********" in repr(cfg)
+
+
+def test_secret_survives_pickling_for_spark_executors() -> None:
+    assert pickle.loads(pickle.dumps(Secret("x"))).reveal() == "x"
+
+
+def test_config_is_frozen(tmp_path: Path) -> None:
+    cfg = load(tmp_path)
+    with pytest.raises(AttributeError):
+        cfg.loader_id = "other"  # type: ignore[misc]

@@ -1,0 +1,270 @@
+"""Exactly-once bookkeeping: offsets in snapshot summaries, replays, foreign snapshots, leases."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from loader import keys
+from loader.errors import ConcurrentLoader, InvalidOffsets
+from loader.offsets import (
+    Lease,
+    OffsetRange,
+    SnapshotInfo,
+    check_lease,
+    committed_offsets,
+    decode_offsets,
+    encode_offsets,
+    lease_from_properties,
+    lease_from_summary,
+    lease_properties,
+    live_foreign_lease,
+    plan_batch,
+    summary_properties,
+)
+
+
+def ours(
+    snapshot_id: int, parent: int | None, offsets: dict[str, dict[int, int]], batch: int = 0
+) -> SnapshotInfo:
+    summary = {"operation": "append", **summary_properties("L1", 0, 60_000, offsets, batch)}
+    return SnapshotInfo(snapshot_id, parent, snapshot_id * 1000, summary)
+
+
+def foreign(snapshot_id: int, parent: int | None, operation: str) -> SnapshotInfo:
+    return SnapshotInfo(snapshot_id, parent, snapshot_id * 1000, {"operation": operation})
+
+
+# --- encoding ---------------------------------------------------------------------
+
+
+def test_encoding_is_compact_and_ordered() -> None:
+    text = encode_offsets({"b": {10: 5, 2: 7}, "a": {0: 1}})
+    assert text == '{"a":{"0":1},"b":{"2":7,"10":5}}'
+
+
+@given(
+    st.dictionaries(
+        st.text(min_size=1), st.dictionaries(st.integers(0, 10_000), st.integers(0, 2**62))
+    )
+)
+def test_encoding_round_trips(offsets: dict[str, dict[int, int]]) -> None:
+    assert decode_offsets(encode_offsets(offsets)) == offsets
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "nope",
+        "[]",
+        '{"t": []}',
+        '{"t": {"x": 1}}',
+        '{"t": {"0": -1}}',
+        '{"t": {"0": 1.5}}',
+        '{"t": {"0": true}}',
+    ],
+)
+def test_decoding_rejects_garbage(text: str) -> None:
+    with pytest.raises(InvalidOffsets):
+        decode_offsets(text)
+
+
+def test_encoding_rejects_negative_offsets() -> None:
+    with pytest.raises(InvalidOffsets):
+        encode_offsets({"t": {0: -1}})
+
+
+# --- committed offsets ---------------------------------------------------------------
+
+
+def test_empty_table_has_nothing_committed() -> None:
+    committed = committed_offsets([])
+    assert (committed.offsets, committed.found, committed.history_truncated) == ({}, False, False)
+
+
+def test_newest_icefloe_snapshot_wins() -> None:
+    history = [
+        ours(3, 2, {"t": {0: 30}}, batch=3),
+        ours(2, 1, {"t": {0: 20}}),
+        ours(1, None, {"t": {0: 10}}),
+    ]
+    committed = committed_offsets(history)
+    assert committed.offsets == {"t": {0: 30}}
+    assert (committed.snapshot_id, committed.batch_id, committed.loader_id) == (3, 3, "L1")
+
+
+def test_foreign_snapshots_are_skipped() -> None:
+    history = [
+        foreign(6, 5, "replace"),  # compaction
+        foreign(5, 4, "delete"),  # retention
+        foreign(4, 3, "overwrite"),  # a MERGE / row-level delete
+        foreign(3, 2, "append"),  # a human INSERT in Trino
+        ours(2, 1, {"t": {0: 20, 1: 4}}),
+        ours(1, None, {"t": {0: 10}}),
+    ]
+    committed = committed_offsets(history)
+    assert committed.offsets == {"t": {0: 20, 1: 4}}
+    assert committed.snapshot_id == 2
+
+
+def test_expired_history_before_any_icefloe_snapshot_is_reported() -> None:
+    # expire_snapshots removed snapshots 1..4; the oldest survivor still names its parent.
+    committed = committed_offsets([foreign(6, 5, "replace"), foreign(5, 4, "delete")])
+    assert committed.found is False
+    assert committed.history_truncated is True
+
+
+def test_expired_history_after_our_snapshot_is_fine() -> None:
+    committed = committed_offsets([foreign(9, 8, "replace"), ours(8, 7, {"t": {0: 80}})])
+    assert committed.offsets == {"t": {0: 80}}
+    assert committed.history_truncated is False
+
+
+def test_root_without_icefloe_snapshots_is_not_truncated() -> None:
+    committed = committed_offsets([foreign(2, 1, "append"), foreign(1, None, "append")])
+    assert (committed.found, committed.history_truncated) == (False, False)
+
+
+def test_lineage_is_followed_not_list_order() -> None:
+    # After a rollback to 2, snapshot 3 is no longer in the current lineage.
+    snapshots = [
+        foreign(4, 2, "replace"),
+        ours(3, 2, {"t": {0: 30}}),
+        ours(2, 1, {"t": {0: 20}}),
+        ours(1, None, {"t": {0: 10}}),
+    ]
+    assert committed_offsets(snapshots).offsets == {"t": {0: 20}}
+
+
+def test_plain_tuples_are_accepted() -> None:
+    summary = {keys.OFFSETS: '{"t":{"0":5}}'}
+    assert committed_offsets([(1, None, 0, summary)]).offsets == {"t": {0: 5}}
+
+
+def test_corrupt_offsets_are_not_skipped() -> None:
+    with pytest.raises(InvalidOffsets):
+        committed_offsets(
+            [SnapshotInfo(2, 1, 0, {keys.OFFSETS: "{"}), ours(1, None, {"t": {0: 1}})]
+        )
+
+
+def test_parent_cycle_terminates() -> None:
+    assert committed_offsets([foreign(1, 2, "append"), foreign(2, 1, "append")]).found is False
+
+
+# --- planning a batch -------------------------------------------------------------------
+
+
+def test_fresh_batch_keeps_everything() -> None:
+    plan = plan_batch({}, [OffsetRange("t", 0, 0, 10), OffsetRange("t", 1, 5, 6)])
+    assert not plan.skip
+    assert plan.next_offsets == {"t": {0: 10, 1: 6}}
+    assert plan.keeps("t", 0, 0) and plan.keeps("t", 1, 5)
+    assert (plan.replayed, plan.gaps) == (0, ())
+
+
+def test_replayed_batch_after_crash_is_skipped() -> None:
+    # The snapshot was committed, the checkpoint was not: Spark replays 10..20.
+    plan = plan_batch({"t": {0: 20}}, [("t", 0, 10, 20)])
+    assert plan.skip
+    assert plan.replayed == 10
+    assert plan.next_offsets == {"t": {0: 20}}
+    assert not plan.keeps("t", 0, 15)
+
+
+def test_partially_replayed_batch_drops_only_committed_records() -> None:
+    plan = plan_batch({"t": {0: 15, 1: 3}}, [("t", 0, 10, 20), ("t", 1, 3, 4)])
+    assert not plan.skip
+    assert not plan.keeps("t", 0, 14)
+    assert plan.keeps("t", 0, 15)
+    assert plan.keeps("t", 1, 3)
+    assert plan.replayed == 5
+    assert plan.next_offsets == {"t": {0: 20, 1: 4}}
+
+
+def test_untouched_partitions_and_topics_are_carried_forward() -> None:
+    plan = plan_batch({"t": {0: 5, 1: 9}, "u": {0: 1}}, [("t", 0, 5, 6)])
+    assert plan.next_offsets == {"t": {0: 6, 1: 9}, "u": {0: 1}}
+
+
+def test_gap_is_reported() -> None:
+    plan = plan_batch({"t": {0: 5}}, [("t", 0, 8, 9)])
+    assert [(g.committed, g.start) for g in plan.gaps] == [(5, 8)]
+    assert plan.keeps("t", 0, 8)
+
+
+def test_empty_batch_is_skipped() -> None:
+    plan = plan_batch({"t": {0: 5}}, [("t", 0, 7, 7)])
+    assert plan.skip
+    assert plan.next_offsets == {"t": {0: 5}}
+
+
+def test_records_outside_the_plan_are_not_kept() -> None:
+    assert not plan_batch({}, [("t", 0, 0, 1)]).keeps("other", 0, 0)
+
+
+@given(
+    st.dictionaries(st.integers(0, 3), st.integers(0, 100)),
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(0, 100), st.integers(0, 50)),
+        unique_by=lambda r: r[0],
+    ),
+)
+def test_plan_never_moves_offsets_backwards_and_keeps_exactly_the_new_records(
+    committed: dict[int, int], ranges: list[tuple[int, int, int]]
+) -> None:
+    batch = [OffsetRange("t", p, start, start + n) for p, start, n in ranges]
+    plan = plan_batch({"t": committed}, batch)
+    for p, offset in committed.items():
+        assert plan.next_offsets["t"][p] >= offset
+    for r in batch:
+        for offset in range(r.start, r.end):
+            assert plan.keeps("t", r.partition, offset) == (offset >= committed.get(r.partition, 0))
+
+
+# --- leases -----------------------------------------------------------------------------
+
+
+def test_lease_round_trip_through_properties_and_summary() -> None:
+    props = lease_properties("L1", 1_000, 60_000)
+    assert lease_from_properties(props) == Lease("L1", 61_000)
+    summary = summary_properties("L1", 1_000, 60_000, {"t": {0: 1}}, 7, records=3)
+    assert lease_from_summary(summary) == Lease("L1", 61_000)
+    assert summary[keys.BATCH_ID] == "7"
+    assert summary[keys.RECORDS] == "3"
+
+
+@pytest.mark.parametrize(
+    "props",
+    [{}, {keys.TABLE_OWNER: "L1"}, {keys.TABLE_OWNER: "L1", keys.TABLE_LEASE_EXPIRES_MS: "soon"}],
+)
+def test_missing_or_broken_leases_are_none(props: dict[str, str]) -> None:
+    assert lease_from_properties(props) is None
+
+
+def test_own_lease_never_blocks() -> None:
+    check_lease("lake.s.t", "L1", 0, [Lease("L1", 10_000)])
+
+
+def test_expired_foreign_lease_does_not_block() -> None:
+    check_lease("lake.s.t", "L1", 10_001, [Lease("L2", 10_000), None])
+
+
+def test_live_foreign_lease_blocks() -> None:
+    with pytest.raises(ConcurrentLoader) as info:
+        check_lease("lake.s.t", "L1", 5_000, [Lease("L2", 10_000), Lease("L3", 20_000)])
+    assert (info.value.owner, info.value.lease_expires_ms) == ("L3", 20_000)
+    assert "L3" in str(info.value) and "lake.s.t" in str(info.value)
+
+
+def test_skew_extends_foreign_leases() -> None:
+    assert live_foreign_lease("L1", 10_500, [Lease("L2", 10_000)], skew_ms=1_000) == Lease(
+        "L2", 10_000
+    )
+    assert live_foreign_lease("L1", 10_500, [Lease("L2", 10_000)]) is None
+
+
+def test_released_lease_frees_the_table() -> None:
+    released = lease_from_properties(lease_properties("L2", 5_000, 0))
+    check_lease("lake.s.t", "L1", 5_000, [released])
