@@ -9,6 +9,16 @@ import pytest
 from harness import config
 
 
+@pytest.fixture(autouse=True)
+def _no_stack_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests define the environment they read; a developer's own settings stay out."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("ICEFLOE_STACK_") or name == "ICEFLOE_CONFIG":
+            monkeypatch.delenv(name)
+
+
 def test_defaults_bind_loopback(tmp_path: Path) -> None:
     cfg = config.load(tmp_path / "absent.toml")
     assert cfg.host == "127.0.0.1"
