@@ -21,9 +21,22 @@ import psutil
 
 _MIN_OPEN_FILES = 65536  # Trino refuses to start below 4096; Kafka wants many too
 
+class _DetachedPopen(subprocess.Popen[bytes]):
+    """A service process meant to outlive the command that started it (`icefloe up` exits).
+
+    Popen warns when a handle is collected while its child runs; for a detached service that
+    is the intended state, so the warning is skipped while the child is alive.
+    """
+
+    def __del__(self) -> None:
+        if self.returncode is None and self.poll() is None:
+            return
+        super().__del__()
+
+
 # Children started by this Python process, kept so they can be reaped (and are not reported as
 # leaked when a handle would otherwise be garbage-collected while the service runs on).
-_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+_CHILDREN: dict[int, _DetachedPopen] = {}
 
 
 def _raise_open_files_limit() -> None:
@@ -51,7 +64,7 @@ class ManagedProcess:
         with self.log_file.open("ab") as log:
             log.write(f"\n--- icefloe: starting {self.name} at {time.ctime()} ---\n".encode())
             log.flush()
-            proc = subprocess.Popen(
+            proc = _DetachedPopen(
                 list(argv),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
