@@ -21,6 +21,7 @@ import psutil
 
 _MIN_OPEN_FILES = 65536  # Trino refuses to start below 4096; Kafka wants many too
 
+
 class _DetachedPopen(subprocess.Popen[bytes]):
     """A service process meant to outlive the command that started it (`icefloe up` exits).
 

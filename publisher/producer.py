@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
@@ -202,7 +202,7 @@ class Publisher:
         self.bootstrap_servers = bootstrap_servers
         self.topic = topic
         self.config = config or PublisherConfig()
-        self._factory: ProducerFactory = producer_factory or Producer
+        self._factory: ProducerFactory = producer_factory or cast(ProducerFactory, Producer)
 
     def producer_config(self) -> dict[str, Any]:
         """The librdkafka settings used (overrides included).

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from harness import keys
 from harness.readiness import HttpOk, Readiness
 from harness.services.base import LocalService
@@ -48,7 +50,7 @@ class Minio(LocalService):
     def after_start(self) -> None:
         self.ensure_bucket(keys.WAREHOUSE_BUCKET)
 
-    def filesystem(self):  # type: ignore[no-untyped-def]
+    def filesystem(self) -> Any:
         """A pyarrow S3 filesystem on this MinIO."""
         from pyarrow import fs
 
