@@ -284,3 +284,20 @@ def test_config_is_frozen(tmp_path: Path) -> None:
     cfg = load(tmp_path)
     with pytest.raises(AttributeError):
         cfg.loader_id = "other"  # type: ignore[misc]
+
+
+def test_exactly_once_and_spark_settings(tmp_path: Path) -> None:
+    cfg = load(tmp_path)
+    assert cfg.exactly_once is True
+    assert (cfg.spark.master, cfg.spark.driver_memory, cfg.spark.shuffle_partitions) == (
+        "local[2]",
+        "1g",
+        2,
+    )
+    text = MINIMAL.replace("[kafka]", 'exactly_once = false\n[spark]\nmaster = "local[1]"\n[kafka]')
+    cfg = load(tmp_path, text, env={"ICEFLOE_LOADER_SPARK_JARS": "/a.jar,/b.jar"})
+    assert cfg.exactly_once is False
+    assert cfg.spark.master == "local[1]"
+    assert cfg.spark.jars == ("/a.jar", "/b.jar")
+    with pytest.raises(ConfigError, match=r"spark\.shuffle_partitions"):
+        load(tmp_path, argv=["--spark-shuffle-partitions", "0"])

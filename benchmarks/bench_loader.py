@@ -1,0 +1,267 @@
+"""Loader throughput and freshness on the running stack: rows/s and publish-to-visible latency.
+
+Prints numbers; asserts nothing about timing.  Needs the stack (``icefloe up``)
+in the same environment (``ICEFLOE_RUN_DIR``, ``ICEFLOE_STACK_*``).  Examples::
+
+    python benchmarks/bench_loader.py                        # both parts
+    python benchmarks/bench_loader.py --rows 200000 --skip-latency
+    python benchmarks/bench_loader.py --skip-throughput --rate 1000 --seconds 30
+
+1. Decoding alone: ``loader.batch.decode_batch`` on reference rows (one core).
+2. Sustained load: ``--rows`` reference rows pre-published to a 2-partition
+   topic, loaded with a 1 s trigger and ``--per-trigger`` records per batch;
+   rows/s counts from the end of the first (warm-up) batch to the last commit.
+3. Freshness: ``--rate`` msg/s for ``--seconds`` into one partition with a
+   1 s trigger; each message carries its sequence number in ``integer`` and
+   Trino is polled for ``max(integer)``; latency = first poll seeing a message
+   minus its publish time (includes Trino's query time, ~0.1-0.3 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import statistics
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from harness.reference import create_table_sql
+from harness.stack import Stack
+from loader.batch import decode_batch
+from loader.config import LoaderConfig, load_config
+from loader.job import LoaderJob
+from loader.record import DecodeOptions
+
+
+def _config(stack: Stack, secret: Path, table: str, topic: str, **extra: Any) -> LoaderConfig:
+    lines = [
+        'loader_id = "bench"',
+        f'table = "{table}"',
+        "metrics_port = 0",
+        *(f"{k} = {json.dumps(v)}" for k, v in extra.items() if k != "kafka"),
+        "[kafka]",
+        f'bootstrap = "{stack.bootstrap_servers}"',
+        f'topics = ["{topic}"]',
+        *(f"{k} = {json.dumps(v)}" for k, v in extra.get("kafka", {}).items()),
+        "[catalog]",
+        f'uri = "{stack.catalog_uri}"',
+        f's3_endpoint = "{stack.s3_endpoint}"',
+        f's3_access_key = "{stack.credentials.access_key}"',
+        f's3_secret_key_file = "{secret}"',
+    ]
+    path = secret.parent / f"{topic}.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return load_config(path, env={})
+
+
+def _sql(stack: Stack, statement: str) -> list[Any]:
+    conn = stack.trino_connection()
+    try:
+        cur = conn.cursor()
+        cur.execute(statement)
+        return list(cur.fetchall())
+    finally:
+        conn.close()
+
+
+def _topic(stack: Stack, partitions: int) -> str:
+    from confluent_kafka.admin import NewTopic
+
+    name = f"bench_{uuid.uuid4().hex[:8]}"
+    admin = stack.kafka_admin()
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+    return name
+
+
+def _values(count: int) -> list[bytes]:
+    from publisher.messages import GenerationConfig, generate
+
+    return [m.value for m in generate(GenerationConfig(seed=11), count) if m.value is not None]
+
+
+def bench_decode(values: list[bytes]) -> float:
+    """Rows/s of ``decode_batch`` alone on one core."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from publisher.rows import reference_schema
+
+    n = len(values)
+    headers = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    records = pa.table(
+        {
+            "key": pa.array([None] * n, pa.binary()),
+            "value": pa.array(values, pa.binary()),
+            "topic": pa.array(["t"] * n, pa.string()),
+            "partition": pa.array([0] * n, pa.int32()),
+            "offset": pa.array(range(n), pa.int64()),
+            "timestamp": pa.array([dt.datetime.now(dt.UTC)] * n, pa.timestamp("us", tz="UTC")),
+            "headers": pa.array([None] * n, headers),
+        }
+    )
+    start = time.perf_counter()
+    decode_batch(records, reference_schema(), DecodeOptions())
+    return n / (time.perf_counter() - start)
+
+
+def bench_throughput(
+    stack: Stack, secret: Path, spark: Any, schema: str, values: list[bytes], per_trigger: int
+) -> tuple[float, int, int]:
+    """Sustained rows/s after warm-up, rows loaded, batches."""
+    from confluent_kafka import Producer
+
+    table = f"lake.{schema}.tput_{uuid.uuid4().hex[:6]}"
+    _sql(stack, create_table_sql(table))
+    topic = _topic(stack, 2)
+    producer = Producer(
+        {"bootstrap.servers": stack.bootstrap_servers, "linger.ms": 50, "compression.type": "lz4"}
+    )
+    for i, value in enumerate(values):
+        while True:
+            try:
+                producer.produce(topic, value, partition=i % 2)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    producer.flush(60)
+    config = _config(
+        stack,
+        secret,
+        table,
+        topic,
+        trigger_interval="1s",
+        kafka={"max_offsets_per_trigger": per_trigger},
+    )
+    job = LoaderJob(config, spark)
+    marks: list[tuple[float, int]] = []
+    job.start()
+    try:
+        while not marks or marks[-1][1] < len(values):
+            job.wait(0.2)
+            total = int(job.metrics.registry.get_sample_value("icefloe_loader_rows_written_total"))
+            if total != (marks[-1][1] if marks else 0):
+                marks.append((time.perf_counter(), total))
+    finally:
+        job.stop()
+    (t0, r0), (t1, r1) = marks[0], marks[-1]
+    return (r1 - r0) / (t1 - t0), r1, len(marks)
+
+
+def bench_latency(
+    stack: Stack, secret: Path, spark: Any, schema: str, rate: int, seconds: int
+) -> list[float]:
+    """Publish-to-visible-in-Trino latencies (seconds) at ``rate`` msg/s."""
+    from confluent_kafka import Producer
+
+    table = f"lake.{schema}.lat_{uuid.uuid4().hex[:6]}"
+    _sql(stack, create_table_sql(table))
+    topic = _topic(stack, 1)
+    config = _config(stack, secret, table, topic, trigger_interval="1s")
+    job = LoaderJob(config, spark)
+    job.start()
+    # Warm up the query (Python workers, JIT) before measuring.
+    producer = Producer({"bootstrap.servers": stack.bootstrap_servers, "linger.ms": 0})
+    body = json.loads(_values(1)[0])
+    body["integer"] = -1
+    producer.produce(topic, json.dumps(body).encode())
+    producer.flush(10)
+    while not _sql(stack, f"SELECT count(*) FROM {table}")[0][0]:
+        job.wait(0.5)
+
+    sent: list[float] = []
+    done = threading.Event()
+
+    def publish() -> None:
+        interval = 1.0 / rate
+        start = time.perf_counter()
+        for seq in range(rate * seconds):
+            target = start + seq * interval
+            pause = target - time.perf_counter()
+            if pause > 0:
+                time.sleep(pause)
+            body["integer"] = seq
+            producer.produce(topic, json.dumps(body).encode())
+            producer.poll(0)
+            sent.append(time.perf_counter())
+        producer.flush(30)
+        done.set()
+
+    seen_at: dict[int, float] = {}
+    thread = threading.Thread(target=publish, daemon=True)
+    thread.start()
+    waiter = threading.Thread(target=lambda: job.wait(seconds + 60), daemon=True)
+    waiter.start()
+    highest = -1
+    total = rate * seconds
+    deadline = time.perf_counter() + seconds + 60
+    while highest < total - 1 and time.perf_counter() < deadline:
+        ((top,),) = _sql(stack, f"SELECT max(integer) FROM {table}")
+        now = time.perf_counter()
+        if top is not None and top > highest:
+            for seq in range(highest + 1, top + 1):
+                seen_at[seq] = now
+            highest = top
+        time.sleep(0.05)
+    job.request_stop()
+    waiter.join(60)
+    job.stop()
+    return [seen_at[i] - sent[i] for i in sorted(seen_at) if i < len(sent)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=150_000)
+    parser.add_argument("--per-trigger", type=int, default=50_000)
+    parser.add_argument("--rate", type=int, default=1000)
+    parser.add_argument("--seconds", type=int, default=30)
+    parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--skip-latency", action="store_true")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    logging.getLogger("icefloe.loader").setLevel(logging.INFO)
+
+    stack = Stack()
+    values = _values(min(args.rows, 50_000) if args.skip_throughput else args.rows)
+    print(f"decode_batch alone: {bench_decode(values[:50_000]):,.0f} rows/s (one core)")
+
+    from loader.spark import session
+
+    with tempfile.TemporaryDirectory() as tmp:
+        secret = Path(tmp) / "s3-secret"
+        secret.touch(mode=0o600)
+        secret.write_text(stack.credentials.secret_key.reveal())
+        schema = f"bench_{uuid.uuid4().hex[:6]}"
+        _sql(stack, f"CREATE SCHEMA lake.{schema}")
+        spark = session(_config(stack, secret, f"lake.{schema}.x", "x"))
+        try:
+            if not args.skip_throughput:
+                rate, rows, batches = bench_throughput(
+                    stack, secret, spark, schema, values, args.per_trigger
+                )
+                print(
+                    f"sustained load: {rate:,.0f} rows/s ({rows:,} rows in {batches} commits, "
+                    f"{args.per_trigger:,} per trigger, local[2])"
+                )
+            if not args.skip_latency:
+                lat = sorted(bench_latency(stack, secret, spark, schema, args.rate, args.seconds))
+                p50 = statistics.median(lat)
+                p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+                print(
+                    f"publish-to-visible in Trino at {args.rate} msg/s, 1 s trigger: "
+                    f"p50 {p50:.2f} s, p99 {p99:.2f} s, max {lat[-1]:.2f} s ({len(lat)} messages)"
+                )
+        finally:
+            spark.stop()
+            for (name,) in _sql(stack, f"SHOW TABLES FROM lake.{schema}"):
+                _sql(stack, f"DROP TABLE lake.{schema}.{name}")
+            _sql(stack, f"DROP SCHEMA lake.{schema}")
+
+
+if __name__ == "__main__":
+    main()

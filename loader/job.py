@@ -1,0 +1,309 @@
+"""Job: the loader's streaming query, from start to a clean (or crashed) stop.
+
+Start-up order matters:
+
+1. read the table (``TableView.state``) and refuse to start if another
+   loader's lease is live (``ConcurrentLoader``);
+2. claim the lease in the table properties, then read it back: of two
+   loaders starting together the last writer wins and the other stops;
+3. choose where to read from.  With ``exactly_once`` the table is the single
+   source of truth: the Spark checkpoint is deleted and the Kafka source
+   starts at the committed offsets (earliest for partitions the table has
+   never seen).  Only when snapshot expiry removed every loader snapshot is
+   the checkpoint kept as the fallback.  Without ``exactly_once`` the query
+   resumes from the checkpoint, or from ``kafka.starting_offsets``;
+4. start the query with ``BatchSink`` as ``foreachBatch``.
+
+While the query runs the main thread renews the lease at half its TTL,
+refreshes lag and freshness metrics, and watches for SIGTERM/SIGINT: a stop
+request lets the batch in progress finish (bounded by ``stop_timeout_s``),
+then stops the query and releases the lease.  SIGKILL needs no handling:
+every commit is one atomic Iceberg snapshot and restarts re-plan from the
+table.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import tempfile
+import threading
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from loader.config import LoaderConfig
+from loader.deadletter import DeadLetterProducer
+from loader.errors import ConcurrentLoader, LoaderError
+from loader.metrics import LoaderMetrics
+from loader.offsets import check_lease
+from loader.sink import BatchSink
+from loader.table import TableView, now_ms
+from loader.topics import KafkaMetadata, starting_offsets_json
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["LoaderJob", "default_checkpoint"]
+
+log = logging.getLogger("icefloe.loader")
+
+
+def default_checkpoint(config: LoaderConfig) -> str:
+    """A local checkpoint directory for ``config`` when none is configured."""
+    name = f"{config.loader_id}-{config.table}".replace("/", "_")
+    return os.path.join(tempfile.gettempdir(), "icefloe-loader", name)
+
+
+class LoaderJob:
+    """One loader: a Spark streaming query from Kafka into one Iceberg table.
+
+    Args:
+        config: the loader configuration.
+        spark: an existing session (tests share one); ``None`` creates it.
+        stop_timeout_s: how long a stop request waits for the batch in progress.
+
+    Attributes:
+        sink: the ``foreachBatch`` sink (its ``failure`` and ``commits``).
+        metrics: the Prometheus metrics.
+        starting_offsets: what the Kafka source was told, for logs and tests.
+    """
+
+    def __init__(
+        self,
+        config: LoaderConfig,
+        spark: SparkSession | None = None,
+        *,
+        stop_timeout_s: float = 60.0,
+    ) -> None:
+        self.config = config
+        self._spark = spark
+        self.stop_timeout_s = stop_timeout_s
+        self.view = TableView(config)
+        self.metrics = LoaderMetrics(str(config.table))
+        self.query: Any = None
+        self.sink: BatchSink | None = None
+        self.starting_offsets: str | None = None
+        self._stop = threading.Event()
+        self._kafka: KafkaMetadata | None = None
+        self._dead_letters: DeadLetterProducer | None = None
+        self._renewed_ms = 0
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            from loader.spark import session
+
+            self._spark = session(self.config)
+        return self._spark
+
+    @property
+    def checkpoint(self) -> str:
+        return self.config.checkpoint_location or default_checkpoint(self.config)
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def start(self) -> None:
+        """Check the lease, choose starting offsets and start the query.
+
+        Raises:
+            ConcurrentLoader: another loader owns the table.
+            LoaderError: the table or Kafka cannot be read.
+        """
+        cfg = self.config
+        state = self.view.state()
+        check_lease(str(cfg.table), cfg.loader_id, now_ms(), state.leases, skew_ms=1000)
+        self._claim()
+        time.sleep(0.5)  # let a concurrent claimer's write land before reading back
+        owner = self.view.lease_owner()
+        if owner is not None and owner.owner != cfg.loader_id:
+            raise ConcurrentLoader(str(cfg.table), owner.owner, owner.expires_ms)
+
+        self._kafka = KafkaMetadata(cfg.kafka)
+        options = cfg.kafka.spark_options()
+        committed = state.committed
+        if cfg.exactly_once and not committed.history_truncated:
+            self._delete_checkpoint()
+            if committed.found:
+                starting = starting_offsets_json(self._kafka.partitions(), committed.offsets)
+                options["startingOffsets"] = json.dumps(starting)
+        elif cfg.exactly_once:
+            log.warning(
+                "snapshot expiry removed every loader snapshot of %s: resuming from the "
+                "Spark checkpoint %s",
+                cfg.table,
+                self.checkpoint,
+            )
+        self.starting_offsets = options["startingOffsets"]
+        log.info("starting %s at %s", cfg.table, self.starting_offsets)
+
+        if cfg.dead_letter_topic:
+            self._dead_letters = DeadLetterProducer(cfg.kafka, cfg.dead_letter_topic, cfg.loader_id)
+        self.sink = BatchSink(cfg, self.spark, self.view, self.metrics, self._dead_letters)
+        self.metrics.serve(cfg.metrics_port)
+
+        source = self.spark.readStream.format("kafka")
+        for key, value in options.items():
+            source = source.option(key, value)
+        self.query = (
+            source.load()
+            .writeStream.queryName(f"icefloe-{cfg.loader_id}")
+            .foreachBatch(self.sink)
+            .trigger(processingTime=cfg.spark_trigger)
+            .option("checkpointLocation", self.checkpoint)
+            .start()
+        )
+        self.sink.query_id = str(self.query.id)
+
+    def request_stop(self) -> None:
+        """Ask the job to stop after the batch in progress (signal-safe)."""
+        self._stop.set()
+
+    def wait(self, timeout_s: float | None = None) -> None:
+        """Run the maintenance loop until the query ends, a stop is requested or time is up.
+
+        Args:
+            timeout_s: give up waiting after this long (the query keeps running).
+
+        Raises:
+            LoaderError: the query failed (the sink's own error when it raised one).
+        """
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        last_metrics = 0.0
+        while self.query is not None and self.query.isActive:
+            if self._stop.is_set():
+                self._stop_query()
+                break
+            if time.monotonic() - last_metrics >= 5.0:
+                last_metrics = time.monotonic()
+                self._maintain()
+            if deadline is not None and time.monotonic() >= deadline:
+                return
+            try:
+                self.query.awaitTermination(0.5)
+            except Exception:  # the query failed: report the sink's own error
+                break
+        self._raise_failure()
+
+    def stop(self) -> None:
+        """Stop the query (after the batch in progress), release the lease, close clients."""
+        try:
+            if self.query is not None and self.query.isActive:
+                self._stop_query()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Release the lease and close clients (idempotent)."""
+        self.metrics.stop()
+        if self._dead_letters is not None:
+            self._dead_letters.close()
+            self._dead_letters = None
+        if self._kafka is not None:
+            self._kafka.close()
+            self._kafka = None
+        try:
+            owner = self.view.lease_owner()
+            if owner is not None and owner.owner == self.config.loader_id:
+                self.view.claim(0)
+        except Exception as exc:  # the catalog may be down; the lease then just expires
+            log.warning("could not release the lease: %s", exc)
+
+    def run(self) -> int:
+        """Start, run until stopped or failed, and clean up.
+
+        Returns:
+            0 after a requested stop.
+
+        Raises:
+            LoaderError: start-up refused or the query failed.
+        """
+        installed = self._install_signals()
+        try:
+            self.start()
+            self.wait()
+            return 0
+        finally:
+            self.stop()
+            for sig, previous in installed.items():
+                signal.signal(sig, previous)
+
+    # -- internals ---------------------------------------------------------
+
+    def _claim(self) -> None:
+        self.view.claim(round(self.config.lease_ttl_s * 1000))
+        self._renewed_ms = now_ms()
+
+    def _stop_query(self) -> None:
+        deadline = time.monotonic() + self.stop_timeout_s
+        while self.sink is not None and self.sink.in_batch and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.query.stop()
+
+    def _maintain(self) -> None:
+        ttl_ms = round(self.config.lease_ttl_s * 1000)
+        if now_ms() - self._renewed_ms >= ttl_ms // 2:
+            try:
+                self._claim()
+            except Exception as exc:
+                log.warning("lease renewal failed: %s", exc)
+        try:
+            self._update_lag()
+        except Exception as exc:  # metrics must never stop loading
+            log.debug("lag metrics failed: %s", exc)
+
+    def _update_lag(self) -> None:
+        if self._kafka is None or self.sink is None or self.sink.last_state is None:
+            return
+        state = self.sink.last_state
+        self.metrics.set_lag(lag(self._kafka.high_watermarks(), state.committed.offsets))
+        if state.max_timestamp_ms is not None:
+            self.metrics.freshness.set(max(0.0, (now_ms() - state.max_timestamp_ms) / 1000))
+
+    def _delete_checkpoint(self) -> None:
+        jvm: Any = self.spark.sparkContext._jvm
+        conf = self.spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+        path = jvm.org.apache.hadoop.fs.Path(self.checkpoint)
+        fs = path.getFileSystem(conf)
+        if fs.exists(path):
+            log.info("table offsets rule: deleting Spark checkpoint %s", self.checkpoint)
+            fs.delete(path, True)
+
+    def _raise_failure(self) -> None:
+        failure = self.sink.failure if self.sink is not None else None
+        if isinstance(failure, LoaderError):
+            raise failure
+        error = self.query.exception() if self.query is not None else None
+        if failure is not None:
+            raise LoaderError(f"micro-batch failed: {failure}") from failure
+        if error is not None:
+            raise LoaderError(f"streaming query failed: {error}")
+
+    def _install_signals(self) -> dict[int, Any]:
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        installed: dict[int, Any] = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            installed[sig] = signal.signal(sig, lambda _s, _f: self.request_stop())
+        return installed
+
+
+def lag(
+    high_watermarks: Mapping[tuple[str, int], int], committed: Mapping[str, Mapping[int, int]]
+) -> dict[tuple[str, int], int]:
+    """Consumer lag per partition.
+
+    Args:
+        high_watermarks: (topic, partition) -> Kafka high watermark.
+        committed: topic -> partition -> next offset from the table.
+
+    Returns:
+        (topic, partition) -> high watermark minus committed (the whole
+        partition when nothing is committed), never negative.
+    """
+    return {
+        (t, p): max(0, high - committed.get(t, {}).get(p, 0))
+        for (t, p), high in high_watermarks.items()
+    }

@@ -1,0 +1,173 @@
+"""Spark session: the one place that knows how the loader's Spark is configured.
+
+The session gets the Iceberg ``lake`` catalog (REST, S3FileIO on MinIO), the
+Kafka source jars, loopback-only networking and small-machine defaults.
+
+Secrets never reach a command line: pyspark starts its JVM with every builder
+option as a ``--conf`` argument (visible in ``ps``), so the builder gets only
+non-secret settings and the S3 secret key is set on the running session's SQL
+configuration before the catalog is first used (Spark reads catalog options
+from the SQL configuration lazily, when the catalog is first loaded).
+
+Under ``spark-submit`` (cluster mode) the master, jars and memory come from
+the submit command; the session then only adds what the loader needs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loader.config import LoaderConfig
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["catalog_options", "default_jars", "java_home", "session", "under_spark_submit"]
+
+CATALOG_PREFIX = "spark.sql.catalog."
+
+
+def under_spark_submit() -> bool:
+    """True when this Python process was launched by ``spark-submit``.
+
+    Returns:
+        Whether a JVM gateway already exists (pyspark sets ``PYSPARK_GATEWAY_PORT``
+        for processes it launches).
+    """
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def default_jars() -> tuple[str, ...]:
+    """The jars ``icefloe provision`` fetched for Spark (Iceberg runtime, Kafka source).
+
+    Returns:
+        Absolute jar paths, sorted.
+
+    Raises:
+        FileNotFoundError: nothing is provisioned (run ``icefloe provision``).
+    """
+    from harness.layout import Layout
+    from harness.paths import cache_dir
+
+    folder = Layout(cache_dir()).spark_jars
+    jars = tuple(sorted(str(p) for p in folder.glob("*.jar")))
+    if not jars:
+        raise FileNotFoundError(f"no Spark jars in {folder}: run `icefloe provision`")
+    return jars
+
+
+def java_home() -> Path:
+    """A Java home Spark runs on (the harness picks one that fits).
+
+    Returns:
+        The JDK home directory.
+    """
+    from harness.jdk import choose
+    from harness.paths import cache_dir
+
+    return choose("spark", cache_dir()).home
+
+
+def catalog_options(config: LoaderConfig, *, secrets: bool) -> dict[str, str]:
+    """Spark SQL options defining the Iceberg catalog named after the table's catalog.
+
+    Args:
+        config: the loader configuration.
+        secrets: include the S3 secret key (only for the in-process SQL configuration).
+
+    Returns:
+        ``spark.sql.catalog.<name>...`` -> value.  With ``secrets`` it CONTAINS
+        SECRETS: never log it.
+    """
+    cat = config.catalog
+    base = CATALOG_PREFIX + config.table.catalog
+    opts = {
+        base: "org.apache.iceberg.spark.SparkCatalog",
+        base + ".type": "rest",
+        base + ".uri": cat.uri,
+        # Every micro-batch must see the table as it is now (schema, snapshots).
+        base + ".cache-enabled": "false",
+        base + ".io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
+        base + ".client.region": cat.s3_region,
+        base + ".s3.path-style-access": "true" if cat.s3_path_style else "false",
+    }
+    if cat.warehouse:
+        opts[base + ".warehouse"] = cat.warehouse
+    if cat.s3_endpoint:
+        opts[base + ".s3.endpoint"] = cat.s3_endpoint
+    if cat.s3_access_key:
+        opts[base + ".s3.access-key-id"] = cat.s3_access_key
+    if secrets and cat.s3_secret_key is not None:
+        opts[base + ".s3.secret-access-key"] = cat.s3_secret_key.reveal()
+    return opts
+
+
+def _builder_options(config: LoaderConfig) -> dict[str, str]:
+    opts = {
+        "spark.app.name": f"icefloe-loader-{config.loader_id}",
+        "spark.sql.extensions": (
+            "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+        ),
+        "spark.sql.shuffle.partitions": str(config.spark.shuffle_partitions),
+        "spark.sql.session.timeZone": "UTC",
+        # The parser enforces required fields itself; Spark's check would reject
+        # the nullable columns the decoder produces.
+        "spark.sql.iceberg.check-nullability": "false",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.streaming.forceDeleteTempCheckpointLocation": "true",
+        "spark.sql.adaptive.enabled": "false",
+        "spark.python.worker.reuse": "true",
+    }
+    if not under_spark_submit():
+        opts.update(
+            {
+                "spark.master": config.spark.master,
+                "spark.driver.memory": config.spark.driver_memory,
+                "spark.driver.bindAddress": "127.0.0.1",
+                "spark.driver.host": "127.0.0.1",
+                "spark.jars": ",".join(config.spark.jars or default_jars()),
+            }
+        )
+    opts.update(catalog_options(config, secrets=False))
+    return opts
+
+
+def session(config: LoaderConfig, extra: Mapping[str, str] | None = None) -> SparkSession:
+    """Create (or reuse) the Spark session for ``config``.
+
+    Args:
+        config: the loader configuration.
+        extra: further non-secret builder options (tests, benchmarks).
+
+    Returns:
+        A session whose catalog ``config.table.catalog`` is the Iceberg REST catalog.
+
+    Raises:
+        FileNotFoundError: no jars and none provisioned.
+    """
+    if not under_spark_submit():
+        os.environ.setdefault("JAVA_HOME", str(java_home()))
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        # Executors run the loader's Python: the same interpreter as the driver.
+        os.environ.setdefault("PYSPARK_PYTHON", _python())
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", _python())
+    from pyspark.sql import SparkSession
+
+    builder: Any = SparkSession.builder
+    for key, value in {**_builder_options(config), **(extra or {})}.items():
+        builder = builder.config(key, value)
+    spark: SparkSession = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    for key, value in catalog_options(config, secrets=True).items():
+        spark.conf.set(key, value)
+    return spark
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable

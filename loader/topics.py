@@ -1,0 +1,90 @@
+"""Kafka metadata the loader needs on the driver: partitions and high watermarks.
+
+Used to build the Kafka source's ``startingOffsets`` from the table's committed
+offsets (Spark requires every partition of the subscription to be named), and
+to compute consumer lag for metrics and ``icefloe load status``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from loader.config import KafkaConfig
+
+__all__ = ["EARLIEST", "KafkaMetadata", "starting_offsets_json"]
+
+EARLIEST = -2
+"""Spark's code for "earliest" in a ``startingOffsets`` JSON."""
+
+
+class KafkaMetadata:
+    """Partition listing and watermarks through a short-lived librdkafka consumer.
+
+    Args:
+        kafka: the loader's Kafka settings.
+    """
+
+    def __init__(self, kafka: KafkaConfig, timeout_s: float = 10.0) -> None:
+        from confluent_kafka import Consumer
+
+        self.kafka = kafka
+        self.timeout_s = timeout_s
+        conf: dict[str, Any] = {
+            **kafka.producer_config(),
+            "group.id": "icefloe-loader-metadata",
+            "enable.auto.commit": False,
+        }
+        self._consumer = Consumer(conf)
+
+    def partitions(self) -> dict[str, list[int]]:
+        """Topic -> partitions, for the configured topics or pattern.
+
+        Returns:
+            Only topics that exist; partitions sorted.
+        """
+        meta = self._consumer.list_topics(timeout=self.timeout_s)
+        if self.kafka.topics:
+            names = [t for t in self.kafka.topics if t in meta.topics]
+        else:
+            assert self.kafka.pattern is not None
+            pattern = re.compile(self.kafka.pattern)
+            names = sorted(t for t in meta.topics if pattern.fullmatch(t))
+        return {t: sorted(meta.topics[t].partitions) for t in names}
+
+    def high_watermarks(self) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> high watermark (the next offset to be written)."""
+        from confluent_kafka import TopicPartition
+
+        out = {}
+        for topic, partitions in self.partitions().items():
+            for p in partitions:
+                _low, high = self._consumer.get_watermark_offsets(
+                    TopicPartition(topic, p), timeout=self.timeout_s
+                )
+                out[(topic, p)] = high
+        return out
+
+    def close(self) -> None:
+        """Release the consumer."""
+        self._consumer.close()
+
+
+def starting_offsets_json(
+    partitions: Mapping[str, list[int]], committed: Mapping[str, Mapping[int, int]]
+) -> dict[str, dict[str, int]]:
+    """Spark ``startingOffsets`` from the table's committed offsets.
+
+    Args:
+        partitions: topic -> partitions that exist now.
+        committed: topic -> partition -> next offset, from the table.
+
+    Returns:
+        ``{"topic": {"0": offset}}`` naming every partition; ``EARLIEST`` for
+        partitions the table has never seen (new topics, new partitions).
+    """
+    return {
+        topic: {str(p): committed.get(topic, {}).get(p, EARLIEST) for p in parts}
+        for topic, parts in partitions.items()
+    }

@@ -1,0 +1,165 @@
+"""Loader test fixtures: one Spark session per test session, loader configs, Kafka helpers.
+
+Spark takes 20-40 s to start on a small machine, so in-process integration
+tests share one session (``spark``); tests that must kill the loader run it
+as a subprocess (``python -m loader``) instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loader.config import LoaderConfig, load_config
+
+
+def write_config(
+    path: Path, stack: Any, secret_file: Path, table: str, topics: Iterable[str], **extra: Any
+) -> Path:
+    """Write a loader TOML for ``table`` fed by ``topics`` on the test stack."""
+    top: dict[str, Any] = {
+        "loader_id": "test-loader",
+        "table": table,
+        "trigger_interval": "1s",
+        "metrics_port": 0,
+        "checkpoint_location": str(path.parent / (path.stem + "-checkpoint")),
+    }
+    top.update(extra)
+    kafka = top.pop("kafka", {})
+    lines = [f"{k} = {json.dumps(v)}" for k, v in top.items()]
+    lines += [
+        "[kafka]",
+        f"bootstrap = {json.dumps(stack.bootstrap_servers)}",
+        f"topics = {json.dumps(list(topics))}",
+        *(f"{k} = {json.dumps(v)}" for k, v in kafka.items()),
+        "[catalog]",
+        f"uri = {json.dumps(stack.catalog_uri)}",
+        f"s3_endpoint = {json.dumps(stack.s3_endpoint)}",
+        f"s3_access_key = {json.dumps(stack.credentials.access_key)}",
+        f"s3_secret_key_file = {json.dumps(str(secret_file))}",
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="session")
+def s3_secret_file(stack: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stack's S3 secret key in a 0600 file, as a loader config references it."""
+    path = tmp_path_factory.mktemp("secrets") / "s3-secret-key"
+    path.touch(mode=0o600)
+    path.write_text(stack.credentials.secret_key.reveal())
+    return path
+
+
+@pytest.fixture
+def loader_config(
+    stack: Any, s3_secret_file: Path, tmp_path: Path
+) -> Callable[..., tuple[Path, LoaderConfig]]:
+    """Build a loader config file and its parsed form: ``make(table, topics, **settings)``."""
+
+    def make(table: str, topics: Iterable[str], **extra: Any) -> tuple[Path, LoaderConfig]:
+        name = f"loader-{time.monotonic_ns()}.toml"
+        path = write_config(tmp_path / name, stack, s3_secret_file, table, topics, **extra)
+        return path, load_config(path, env={})
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def spark(
+    stack: Any, s3_secret_file: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    """One Spark session with the `lake` catalog, shared by in-process loader tests."""
+    from loader.spark import session
+
+    path = write_config(
+        tmp_path_factory.mktemp("spark") / "session.toml",
+        stack,
+        s3_secret_file,
+        "lake.unused.unused",
+        ["unused"],
+    )
+    spark = session(load_config(path, env={}))
+    yield spark
+    spark.stop()
+
+
+@pytest.fixture
+def produce(stack: Any) -> Iterator[Callable[..., None]]:
+    """``produce(topic, values, partition=None, key=None)``: send and flush."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": stack.bootstrap_servers, "linger.ms": 5})
+
+    def send(
+        topic: str,
+        values: Iterable[bytes | None],
+        partition: int | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        for i, value in enumerate(values):
+            kwargs: dict[str, Any] = {"headers": headers} if headers else {}
+            if partition is not None:
+                kwargs["partition"] = partition
+            producer.produce(topic, value, f"k{i}".encode(), **kwargs)
+        assert producer.flush(30) == 0
+
+    yield send
+
+
+def reference_values(count: int, seed: int = 1) -> list[tuple[str, bytes]]:
+    """``count`` valid reference rows as (event_id, JSON bytes) from the publisher's generator."""
+    from publisher.messages import GenerationConfig, generate
+
+    out = []
+    for message in generate(GenerationConfig(seed=seed), count):
+        assert message.value is not None
+        out.append((message.event_id, message.value))
+    return out
+
+
+def query(stack: Any, sql: str) -> list[Any]:
+    """Run one statement on Trino and return all rows."""
+    conn = stack.trino_connection()
+    try:
+        cur = conn.cursor()
+        cur.execute(sql)
+        return list(cur.fetchall())
+    finally:
+        conn.close()
+
+
+def wait_until(check: Callable[[], bool], timeout_s: float, what: str, step_s: float = 1.0) -> None:
+    """Poll ``check`` until true or fail the test after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(step_s)
+    pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def loader_env() -> dict[str, str]:
+    """The environment for a loader subprocess: no inherited loader settings."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("ICEFLOE_LOADER_")}
+
+
+# py4j (pyspark's bridge to the JVM) leaves the sockets of finished callback
+# connections to the garbage collector; the ResourceWarning it triggers is
+# about py4j's sockets, not the loader's, so ignore exactly that in tests
+# that run Spark in this process.
+_PY4J_SOCKETS = (
+    "ignore:Exception ignored in. <socket.socket:pytest.PytestUnraisableExceptionWarning"
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.filterwarnings(_PY4J_SOCKETS))

@@ -1,0 +1,106 @@
+"""Batch decoding, starting offsets, lag, status text and CLI flags: no services needed."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+
+import pyarrow as pa
+from pyiceberg import types as it
+from pyiceberg.schema import Schema
+
+from loader.batch import decode_batch, offset_ranges
+from loader.cli import _argv, configure_parser
+from loader.job import lag
+from loader.offsets import Lease, OffsetRange
+from loader.record import DecodeOptions
+from loader.status import PartitionStatus, Status, format_status
+from loader.topics import EARLIEST, starting_offsets_json
+
+SCHEMA = Schema(
+    it.NestedField(1, "id", it.LongType(), required=False),
+    it.NestedField(2, "name", it.StringType(), required=False),
+)
+HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+
+
+def records(rows: list[tuple[str, int, int, bytes | None]]) -> pa.Table:
+    """Kafka source columns as Spark hands them over: (topic, partition, offset, value)."""
+    base = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    return pa.table(
+        {
+            "key": pa.array([b"k"] * len(rows), pa.binary()),
+            "value": pa.array([r[3] for r in rows], pa.binary()),
+            "topic": pa.array([r[0] for r in rows], pa.string()),
+            "partition": pa.array([r[1] for r in rows], pa.int32()),
+            "offset": pa.array([r[2] for r in rows], pa.int64()),
+            "timestamp": pa.array(
+                [base + dt.timedelta(seconds=r[2]) for r in rows], pa.timestamp("us", tz="UTC")
+            ),
+            "headers": pa.array([[{"key": "h", "value": b"v"}]] * len(rows), HEADERS),
+        }
+    )
+
+
+def row(i: int) -> bytes:
+    return json.dumps({"id": i, "name": f"n{i}"}).encode()
+
+
+def test_decode_batch_splits_rows_and_rejects_and_reports_ranges() -> None:
+    batch = records([("t", 0, 5, row(5)), ("t", 0, 6, b"{bad"), ("t", 1, 9, row(9))])
+    out = decode_batch(batch, SCHEMA, DecodeOptions())
+    assert out.rows.to_pylist() == [{"id": 5, "name": "n5"}, {"id": 9, "name": "n9"}]
+    assert [(r.meta.offset, r.error.kind.value) for r in out.rejects] == [(6, "invalid_json")]
+    assert out.rejects[0].meta.headers == (("h", b"v"),)
+    assert out.ranges == (OffsetRange("t", 0, 5, 7), OffsetRange("t", 1, 9, 10))
+    epoch = int(dt.datetime(2024, 1, 1, tzinfo=dt.UTC).timestamp() * 1000)
+    assert out.max_timestamp_ms == epoch + 9000
+
+
+def test_decode_batch_skips_what_the_table_already_holds() -> None:
+    batch = records([("t", 0, o, row(o)) for o in range(4)])
+    out = decode_batch(batch, SCHEMA, DecodeOptions(), keep=lambda _t, _p, o: o >= 2)
+    assert [r["id"] for r in out.rows.to_pylist()] == [2, 3]
+    assert out.skipped == 2
+    assert out.ranges == (OffsetRange("t", 0, 0, 4),)
+
+
+def test_empty_batch() -> None:
+    assert offset_ranges(records([])) == ()
+    assert decode_batch(records([]), SCHEMA, DecodeOptions()).rows.num_rows == 0
+
+
+def test_starting_offsets_name_every_partition() -> None:
+    got = starting_offsets_json({"a": [0, 1, 2], "b": [0]}, {"a": {0: 10, 2: 5}, "gone": {0: 1}})
+    assert got == {"a": {"0": 10, "1": EARLIEST, "2": 5}, "b": {"0": EARLIEST}}
+
+
+def test_lag_is_high_watermark_minus_committed() -> None:
+    highs = {("a", 0): 100, ("a", 1): 7, ("b", 0): 3}
+    assert lag(highs, {"a": {0: 90, 1: 9}}) == {("a", 0): 10, ("a", 1): 0, ("b", 0): 3}
+
+
+def test_status_text() -> None:
+    status = Status(
+        table="lake.s.t",
+        snapshot_id=42,
+        loader_id="l1",
+        partitions=(PartitionStatus("topic", 0, 10, 15, 5),),
+        freshness_s=1.25,
+        leases=(Lease("l1", 0),),
+        history_truncated=False,
+    )
+    text = format_status(status)
+    assert "snapshot 42 by loader l1" in text
+    assert "freshness  1.2 s" in text or "freshness  1.3 s" in text
+    assert "l1 (expired)" in text
+    assert text.splitlines()[-1].split() == ["topic", "0", "10", "15", "5"]
+
+
+def test_cli_flags_become_config_arguments() -> None:
+    parser = configure_parser(argparse.ArgumentParser())
+    args = parser.parse_args(["status", "--config", "x.toml", "--kafka-bootstrap", "h:1"])
+    assert args.action == "status"
+    assert _argv(args) == ["--config", "x.toml", "--kafka-bootstrap", "h:1"]
+    assert parser.parse_args([]).action == "run"

@@ -1,0 +1,136 @@
+"""kill -9 of a loader subprocess: exactly-once holds with the guard, and breaks without it.
+
+The loader runs as ``python -m loader --config FILE``.  The fault hook
+``ICEFLOE_TEST_KILL_AFTER_COMMIT=N`` makes it SIGKILL itself right after its
+N-th Iceberg commit, before Spark records the batch in its checkpoint: the
+moment where a naive loader duplicates the batch on restart.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from loader.sink import KILL_AFTER_COMMIT_ENV
+from tests.loader.conftest import loader_env, query, reference_values, wait_until
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENT_ID = (("event_id", "VARCHAR"),)
+
+
+class LoaderProcess:
+    """A loader subprocess with its log in a file."""
+
+    def __init__(self, config: Path, log: Path, kill_after_commit: int | None = None) -> None:
+        env = loader_env()
+        if kill_after_commit is not None:
+            env[KILL_AFTER_COMMIT_ENV] = str(kill_after_commit)
+        self.log = log
+        self._out = log.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "loader", "--config", str(config)],
+            cwd=ROOT,
+            env=env,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait(self, timeout_s: float) -> int:
+        try:
+            return self.proc.wait(timeout_s)
+        finally:
+            self._out.close()
+
+    def kill(self) -> None:
+        """SIGKILL the Python driver; its JVM exits when the driver's pipe closes."""
+        self.proc.send_signal(signal.SIGKILL)
+        self.wait(30)
+
+    def tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
+
+
+def counts(stack: Any, table: str) -> tuple[int, int]:
+    ((total, distinct),) = query(stack, f"SELECT count(*), count(DISTINCT event_id) FROM {table}")
+    return total, distinct
+
+
+def test_kill_9_at_any_moment_gives_no_duplicates_and_no_gaps(
+    stack: Any,
+    table_factory: Any,
+    topic_factory: Any,
+    produce: Any,
+    loader_config: Any,
+    tmp_path: Path,
+) -> None:
+    table, topic = table_factory(extra_columns=EVENT_ID), topic_factory(partitions=2)
+    rows = [v for _, v in reference_values(3000, seed=7)]
+    produce(topic, rows[:800], partition=0)
+    produce(topic, rows[800:1500], partition=1)
+    path, _ = loader_config(table, [topic], kafka={"max_offsets_per_trigger": 250})
+    log = tmp_path / "loader.log"
+
+    # 1. Dies right after its first commit, before the checkpoint's commit log.
+    first = LoaderProcess(path, log, kill_after_commit=1)
+    assert first.wait(180) == -signal.SIGKILL, first.tail()
+    committed = counts(stack, table)[0]
+    assert 0 < committed < 1500
+
+    # 2. Restarted; killed from outside at an arbitrary moment mid-stream.
+    second = LoaderProcess(path, log)
+    try:
+        wait_until(lambda: counts(stack, table)[0] > committed, 120, "the restart to commit")
+        time.sleep(1.3)
+    finally:
+        second.kill()
+    produce(topic, rows[1500:2200], partition=0)
+    produce(topic, rows[2200:], partition=1)
+
+    # 3. Restarted again; runs until everything is in, then stops on SIGTERM.
+    third = LoaderProcess(path, log)
+    try:
+        wait_until(lambda: counts(stack, table)[0] >= 3000, 150, "all 3000 rows")
+        time.sleep(3)  # a duplicate would be written by a batch after the last one
+        third.proc.send_signal(signal.SIGTERM)
+        assert third.wait(90) == 0, third.tail()
+    finally:
+        if third.proc.poll() is None:
+            third.kill()
+    assert counts(stack, table) == (3000, 3000), first.tail()
+
+
+def test_with_the_guard_disabled_the_same_crash_duplicates_rows(
+    stack: Any,
+    table_factory: Any,
+    topic_factory: Any,
+    produce: Any,
+    loader_config: Any,
+    tmp_path: Path,
+) -> None:
+    table, topic = table_factory(extra_columns=EVENT_ID), topic_factory()
+    produce(topic, [v for _, v in reference_values(600, seed=8)])
+    path, _ = loader_config(
+        table, [topic], exactly_once=False, kafka={"max_offsets_per_trigger": 200}
+    )
+    log = tmp_path / "loader.log"
+    first = LoaderProcess(path, log, kill_after_commit=1)
+    assert first.wait(180) == -signal.SIGKILL, first.tail()
+
+    second = LoaderProcess(path, log)
+    try:
+        wait_until(lambda: counts(stack, table)[1] >= 600, 150, "all 600 distinct rows")
+        time.sleep(2)
+    finally:
+        second.kill()
+    total, distinct = counts(stack, table)
+    assert distinct == 600
+    assert total == 800, "the replayed first batch (200 rows) should be written twice"
