@@ -21,7 +21,11 @@ from harness import config as stack_config
 from harness.console import print_table, say
 
 # Commands whose parsers live with their packages: each module has add_parser(sub) and run(args).
-_PLUGGED = {"publish": "publisher.cli"}
+_PLUGGED = {
+    "publish": "publisher.cli",
+    "load": "loader.cli",
+    "scenario": "harness.scenario_cli",
+}
 _CONTROL = ("stop", "start", "kill", "pause", "resume", "restart")
 _SERVICES = ("kafka", "minio", "catalog", "trino")
 
@@ -105,9 +109,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="icefloe", description=__doc__.split("\n")[0])
-    parser.add_argument(
-        "--stack-config", type=Path, default=None, help="icefloe.toml with [stack]"
-    )
+    parser.add_argument("--stack-config", type=Path, default=None, help="icefloe.toml with [stack]")
     sub = parser.add_subparsers(dest="command", required=True)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {}
 

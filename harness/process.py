@@ -55,6 +55,7 @@ class ManagedProcess:
         self.state_dir = state_dir
         self.pid_file = state_dir / "pid.json"
         self.log_file = state_dir / f"{name}.log"
+        self._child: _DetachedPopen | None = None
 
     def start(self, argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> int:
         """Start the process in its own session, output appended to the log file.
@@ -76,6 +77,7 @@ class ManagedProcess:
                 preexec_fn=_raise_open_files_limit,
             )
         _CHILDREN[proc.pid] = proc
+        self._child = proc
         created = psutil.Process(proc.pid).create_time()
         self.pid_file.write_text(json.dumps({"pid": proc.pid, "created": created}))
         return proc.pid
@@ -93,6 +95,15 @@ class ManagedProcess:
             return proc
         except (FileNotFoundError, json.JSONDecodeError, KeyError, psutil.Error):
             return None
+
+    @property
+    def started_pid(self) -> int | None:
+        """The pid of the last process this object started (None if it started none)."""
+        return self._child.pid if self._child is not None else None
+
+    def returncode(self) -> int | None:
+        """The exit code of the last process this object started; None while it runs."""
+        return self._child.poll() if self._child is not None else None
 
     @property
     def pid(self) -> int | None:

@@ -55,6 +55,9 @@ class DeadLetterProducer:
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 5,
+            # An oversized record (over max_record_bytes) must still fit the dead-letter topic's
+            # limit (broker default 1 MiB): compression brings repetitive payloads under it.
+            "compression.type": "lz4",
             "message.max.bytes": 16 * 1024 * 1024,
         }
         self._producer = Producer(conf)

@@ -1,0 +1,319 @@
+"""The loader as a supervised subprocess: write its config, start, kill -9, stop, restart.
+
+A :class:`LoaderProcess` runs ``python -m loader run --config FILE`` through
+:class:`~harness.process.ManagedProcess`, so it can be killed like any service. The S3 secret
+reaches it through the environment (``ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY``), never through
+the config file or argv. A watcher thread notices when the loader exits by itself and records
+that in the history with the exit code and the tail of its log; with ``restart_on_exit`` it
+starts the loader again, as a supervisor (systemd, Kubernetes) would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.history import History
+from harness.process import ManagedProcess
+
+SECRET_ENV = "ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY"
+# The loader logs this when its streaming query has started (loader/job.py).
+_STARTED_MARK = "icefloe.loader: starting "
+_S3_REGION = "us-east-1"
+
+
+@dataclass(frozen=True)
+class LoaderSettings:
+    """What a scenario decides about its loader; the rest comes from the stack.
+
+    Attributes:
+        loader_id: Unique per table (the ownership lease); kept across restarts.
+        table: ``catalog.schema.table``.
+        topics: Source topics.
+        dead_letter_topic: ``None`` makes the loader stop at the first malformed record.
+        trigger_interval_s: Seconds per micro-batch.
+        exactly_once: ``False`` switches the loader's offset guard off (break demonstrations).
+        max_offsets_per_trigger: Cap on records per batch.
+        transform: The ``[transform]`` table (unnest, case_from, case_to, projections).
+        lease_ttl_s: The loader's lease.
+        extra: Further top-level settings (e.g. ``max_record_bytes``).
+    """
+
+    loader_id: str
+    table: str
+    topics: tuple[str, ...]
+    dead_letter_topic: str | None = None
+    trigger_interval_s: float = 3.0
+    exactly_once: bool = True
+    max_offsets_per_trigger: int | None = None
+    transform: Mapping[str, Any] = field(default_factory=dict)
+    lease_ttl_s: float = 60.0
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(str(value))
+
+
+def _toml_table(name: str, values: Mapping[str, Any]) -> list[str]:
+    lines = [f"[{name}]"] if name else []
+    nested = []
+    for key, value in values.items():
+        if value is None:
+            continue
+        if isinstance(value, Mapping):
+            nested.append((f"{name}.{key}" if name else key, value))
+        else:
+            lines.append(f"{json.dumps(key)} = {_toml_value(value)}")
+    out = [*lines, ""]
+    for sub, inner in nested:
+        out += _toml_table(sub, inner)
+    return out
+
+
+def render_config(settings: LoaderSettings, stack: Any, checkpoint: Path) -> str:
+    """The loader's TOML file for one scenario on one stack (no secret in it).
+
+    Args:
+        settings: The scenario's loader settings.
+        stack: A :class:`harness.stack.Stack`.
+        checkpoint: The Spark checkpoint directory.
+
+    Returns:
+        The file's text.
+    """
+    top: dict[str, Any] = {
+        "loader_id": settings.loader_id,
+        "table": settings.table,
+        "trigger_interval": f"{settings.trigger_interval_s:g}s",
+        "dead_letter_topic": settings.dead_letter_topic,
+        "metrics_port": 0,  # the default (9400) collides with other stacks' MinIO
+        "lease_ttl": f"{settings.lease_ttl_s:g}s",
+        "checkpoint_location": str(checkpoint),
+        "exactly_once": settings.exactly_once,
+        **settings.extra,
+    }
+    kafka: dict[str, Any] = {
+        "bootstrap": stack.bootstrap_servers,
+        "topics": list(settings.topics),
+        "starting_offsets": "earliest",
+        "max_offsets_per_trigger": settings.max_offsets_per_trigger,
+    }
+    spark = {"master": "local[2]", "driver_memory": "1g", "shuffle_partitions": 2}
+    catalog = {
+        "uri": stack.catalog_uri,
+        "warehouse": "s3://warehouse/",
+        "s3_endpoint": stack.s3_endpoint,
+        "s3_access_key": stack.credentials.access_key,
+        "s3_region": _S3_REGION,
+        "s3_path_style": True,
+    }
+    lines = _toml_table("", top)
+    lines += _toml_table("kafka", kafka)
+    lines += _toml_table("spark", spark)
+    lines += _toml_table("catalog", catalog)
+    if settings.transform:
+        lines += _toml_table("transform", settings.transform)
+    return "\n".join(lines)
+
+
+class LoaderProcess:
+    """One scenario's loader, started and stopped by the harness.
+
+    Args:
+        settings: What to load and how.
+        stack: The stack it loads from and into.
+        state_dir: Its config, checkpoint and log live here.
+        history: Where starts, exits, kills and stops are recorded.
+        restart_on_exit: Restart after an exit the harness did not cause.
+        start_timeout_s: How long to wait for the streaming query to start.
+    """
+
+    def __init__(
+        self,
+        settings: LoaderSettings,
+        stack: Any,
+        state_dir: Path,
+        history: History,
+        *,
+        restart_on_exit: bool = False,
+        start_timeout_s: float = 180.0,
+    ) -> None:
+        self.settings = settings
+        self.stack = stack
+        self.state_dir = state_dir
+        self.history = history
+        self.restart_on_exit = restart_on_exit
+        self.start_timeout_s = start_timeout_s
+        self.process = ManagedProcess("loader", state_dir)
+        self.config_file = state_dir / "loader.toml"
+        self._expected_exit = False
+        self._lock = threading.RLock()
+        self._watching = False
+        self._watcher: threading.Thread | None = None
+        self.starts = 0
+
+    # -- lifecycle ----------------------------------------------------------
+
+    def configure(self, settings: LoaderSettings) -> None:
+        """Replace the settings used by the next start (e.g. add a dead-letter topic)."""
+        self.settings = settings
+
+    def start(self, *, wait: bool = True) -> float:
+        """Start the loader and (by default) wait until its streaming query runs.
+
+        Args:
+            wait: Wait for the query to start.
+
+        Returns:
+            Seconds until started (0 when not waiting).
+
+        Raises:
+            RuntimeError: The loader exited or did not start within the timeout.
+        """
+        with self._lock:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            self.config_file.write_text(
+                render_config(self.settings, self.stack, self.state_dir / "checkpoint")
+            )
+            env = dict(os.environ)
+            env[SECRET_ENV] = self.stack.credentials.secret_key.reveal()
+            env.setdefault("PYTHONUNBUFFERED", "1")
+            mark = self.log_size()
+            began = time.monotonic()
+            self.history.record(
+                "loader",
+                "invoke",
+                "start",
+                loader_id=self.settings.loader_id,
+                trigger_interval_s=self.settings.trigger_interval_s,
+                exactly_once=self.settings.exactly_once,
+                dead_letter_topic=self.settings.dead_letter_topic,
+            )
+            argv = [sys.executable, "-m", "loader", "run", "-v", "--config", str(self.config_file)]
+            pid = self.process.start(argv, env, Path.cwd())
+            self._expected_exit = False
+            self.starts += 1
+        self._ensure_watcher()
+        if not wait:
+            return 0.0
+        return self._await_started(mark, began, pid)
+
+    def _await_started(self, mark: int, began: float, pid: int) -> float:
+        deadline = began + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if _STARTED_MARK in self.log_since(mark):
+                took = time.monotonic() - began
+                self.history.record("loader", "ok", "start", pid=pid, seconds=round(took, 2))
+                return took
+            if not self.process.is_running():
+                self.history.record("loader", "fail", "start", pid=pid, log=self.log_tail(20))
+                raise RuntimeError(f"loader exited while starting:\n{self.log_tail(20)}")
+            time.sleep(0.25)
+        self.history.record("loader", "fail", "start", pid=pid, log=self.log_tail(20))
+        raise RuntimeError(f"loader did not start in {self.start_timeout_s:.0f} s")
+
+    def kill(self) -> int | None:
+        """kill -9 the loader (and its JVM), as a crash would.
+
+        Returns:
+            The killed pid, or None if it was not running.
+        """
+        with self._lock:
+            pid = self.process.pid
+            self._expected_exit = True
+            self.process.kill()
+        self.history.record("loader", "info", "killed", pid=pid)
+        return pid
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Stop gracefully (SIGTERM lets the batch in progress finish)."""
+        with self._lock:
+            pid = self.process.pid
+            self._expected_exit = True
+            self.process.stop(timeout)
+        self.history.record("loader", "info", "stopped", pid=pid)
+
+    def close(self) -> None:
+        """Stop watching and stop the loader if it runs."""
+        self._watching = False
+        if self.process.is_running():
+            self.stop()
+        if self._watcher is not None:
+            self._watcher.join(timeout=5)
+
+    def is_running(self) -> bool:
+        return self.process.is_running()
+
+    # -- watching -----------------------------------------------------------
+
+    def _ensure_watcher(self) -> None:
+        if self._watcher is None or not self._watcher.is_alive():
+            self._watching = True
+            self._watcher = threading.Thread(target=self._watch, name="loader-watch", daemon=True)
+            self._watcher.start()
+
+    def _watch(self) -> None:
+        seen_pid: int | None = None
+        while self._watching:
+            with self._lock:
+                running = self.process.is_running()
+                started = self.process.started_pid
+                if running:
+                    seen_pid = started if started is not None else seen_pid
+                elif started is not None and seen_pid == started:
+                    code = self.process.returncode()
+                    expected = self._expected_exit
+                    self.history.record(
+                        "loader",
+                        "info",
+                        "exit",
+                        pid=seen_pid,
+                        code=code,
+                        expected=expected,
+                        message="" if expected else self.log_tail(30),
+                    )
+                    seen_pid = None
+                    if not expected and self.restart_on_exit and self._watching:
+                        threading.Thread(target=self._restart_later, daemon=True).start()
+            time.sleep(0.2)
+
+    def _restart_later(self) -> None:
+        time.sleep(2.0)
+        try:
+            self.history.record("loader", "info", "supervisor_restart")
+            self.start(wait=False)
+        except Exception as exc:  # recorded; the next watch round tries again
+            self.history.record("loader", "fail", "supervisor_restart", error=str(exc))
+
+    # -- logs ---------------------------------------------------------------
+
+    def log_size(self) -> int:
+        try:
+            return self.process.log_file.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def log_since(self, mark: int) -> str:
+        try:
+            with self.process.log_file.open("rb") as fh:
+                fh.seek(mark)
+                return fh.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, lines: int = 40) -> str:
+        return self.process.log_tail(lines)

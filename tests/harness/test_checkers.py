@@ -1,0 +1,362 @@
+"""Checkers over hand-made histories and ledgers: fast, no services, including the failures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from harness.checkers import (
+    INVALID,
+    UNKNOWN,
+    VALID,
+    DeadLetter,
+    Observed,
+    fault_windows,
+    percentile,
+    run_check,
+    summarize,
+)
+from harness.history import History
+from publisher.ledger import LedgerEntry
+
+TOPIC = "events"
+
+
+def entry(seq: int, *, kind: str | None = None, target: str | None = None, partition: int = 0,
+          offset: int | None = None, timestamp: int | None = None) -> LedgerEntry:  # fmt: skip
+    return LedgerEntry(
+        seq=seq,
+        topic=TOPIC,
+        partition=partition,
+        offset=seq if offset is None else offset,
+        timestamp=timestamp,
+        key=None,
+        event_id=f"id-{seq}",
+        status="valid" if kind is None else "malformed",
+        kind=kind,
+        target=target,
+    )
+
+
+def letter(e: LedgerEntry, kind: str, path: str = "$", reason: str = "bad") -> DeadLetter:
+    return DeadLetter(
+        0,
+        e.seq,
+        {
+            "icefloe.source.topic": e.topic,
+            "icefloe.source.partition": str(e.partition),
+            "icefloe.source.offset": str(e.offset),
+            "icefloe.error.kind": kind,
+            "icefloe.error.path": path,
+            "icefloe.error.reason": reason,
+        },
+    )
+
+
+def history(*events: tuple[float, str, str, str, dict[str, Any]]) -> History:
+    return History.of(events)
+
+
+EMPTY = History()
+VALID_LEDGER = [entry(i) for i in range(5)]
+
+
+# -- exactly_once ---------------------------------------------------------------
+
+
+def test_exactly_once_valid_when_every_id_once() -> None:
+    observed = Observed({f"id-{i}": 1 for i in range(5)})
+    result = run_check("exactly_once", EMPTY, VALID_LEDGER, observed)
+    assert result.verdict == VALID
+    assert result.stats == {"expected": 5, "rows": 5, "distinct": 5}
+
+
+def test_exactly_once_flags_lost_and_duplicated() -> None:
+    observed = Observed({"id-0": 1, "id-1": 2, "id-2": 1, "id-3": 1})
+    result = run_check("exactly_once", EMPTY, VALID_LEDGER, observed)
+    assert result.verdict == INVALID
+    assert result.anomalies["lost"].count == 1
+    assert "id-4" in result.anomalies["lost"].examples[0]
+    assert result.anomalies["duplicated"].count == 1
+
+
+def test_exactly_once_flags_malformed_in_table_as_misrouted_and_strangers() -> None:
+    ledger = [*VALID_LEDGER, entry(9, kind="truncated_json")]
+    observed = Observed({**{f"id-{i}": 1 for i in range(5)}, "id-9": 1, "ghost": 1})
+    result = run_check("exactly_once", EMPTY, ledger, observed)
+    assert set(result.anomalies) == {"misrouted", "unexpected"}
+
+
+def test_exactly_once_ignores_failed_deliveries() -> None:
+    failed = LedgerEntry(7, TOPIC, 0, None, None, None, "id-7", "valid", error="timed out")
+    observed = Observed({f"id-{i}": 1 for i in range(5)})
+    assert run_check("exactly_once", EMPTY, [*VALID_LEDGER, failed], observed).ok
+
+
+def test_exactly_once_unknown_without_valid_messages() -> None:
+    assert run_check("exactly_once", EMPTY, [], Observed()).verdict == UNKNOWN
+
+
+# -- dead_letter ----------------------------------------------------------------
+
+
+MIXED = [entry(0), entry(1, kind="truncated_json", target="$"), entry(2, kind="tombstone",
+         target="$"), entry(3)]  # fmt: skip
+
+
+def test_dead_letter_valid_with_kind_path_reason_and_source() -> None:
+    observed = Observed(
+        {"id-0": 1, "id-3": 1},
+        [letter(MIXED[1], "invalid_json"), letter(MIXED[2], "empty_payload")],
+    )
+    result = run_check("dead_letter", EMPTY, MIXED, observed, {"kinds": ["tombstone"]})
+    assert result.verdict == VALID, result.summary
+
+
+def test_dead_letter_redelivery_is_counted_not_flagged() -> None:
+    letters = [letter(MIXED[1], "invalid_json")] * 2 + [letter(MIXED[2], "empty_payload")]
+    result = run_check("dead_letter", EMPTY, MIXED, Observed({"id-0": 1, "id-3": 1}, letters))
+    assert result.ok and result.stats["redelivered"] == 1
+
+
+def test_dead_letter_flags_missing_letter_as_lost() -> None:
+    observed = Observed({"id-0": 1, "id-3": 1}, [letter(MIXED[1], "invalid_json")])
+    result = run_check("dead_letter", EMPTY, MIXED, observed)
+    assert result.verdict == INVALID and result.anomalies["lost"].count == 1
+
+
+def test_dead_letter_flags_wrong_kind_and_empty_reason() -> None:
+    observed = Observed(
+        {"id-0": 1, "id-3": 1},
+        [letter(MIXED[1], "type_mismatch"), letter(MIXED[2], "empty_payload", reason="")],
+    )
+    result = run_check("dead_letter", EMPTY, MIXED, observed)
+    assert result.anomalies["wrong_value"].count == 2
+
+
+def test_dead_letter_flags_valid_message_dead_lettered_and_malformed_in_table() -> None:
+    observed = Observed(
+        {"id-0": 1, "id-3": 1, "id-1": 1},
+        [letter(MIXED[1], "invalid_json"), letter(MIXED[2], "empty_payload"),
+         letter(MIXED[0], "invalid_json")],
+    )  # fmt: skip
+    result = run_check("dead_letter", EMPTY, MIXED, observed)
+    assert result.anomalies["misrouted"].count == 2
+
+
+def test_dead_letter_flags_letter_without_source() -> None:
+    bare = DeadLetter(0, 0, {"icefloe.error.kind": "invalid_json"})
+    result = run_check("dead_letter", EMPTY, MIXED, Observed({}, [bare]))
+    assert "wrong_value" in result.anomalies
+
+
+def test_dead_letter_unknown_when_a_required_kind_was_never_sent() -> None:
+    observed = Observed(
+        {"id-0": 1, "id-3": 1},
+        [letter(MIXED[1], "invalid_json"), letter(MIXED[2], "empty_payload")],
+    )
+    result = run_check("dead_letter", EMPTY, MIXED, observed, {"kinds": ["oversized"]})
+    assert result.verdict == UNKNOWN and "oversized" in result.summary
+
+
+# -- retention ------------------------------------------------------------------
+
+CUTOFF = 1_000
+
+
+def retention_history() -> History:
+    return history((1.0, "sql", "ok", "delete", {"cutoff_micros": CUTOFF}))
+
+
+def retention_case(counts: dict[str, int], before: list[str]) -> Any:
+    ledger = [entry(i) for i in range(4)]
+    times = {"id-0": 10, "id-1": 20, "id-2": 2000, "id-3": 3000}
+    observed = Observed(counts, reads={"before_delete": before}, facts={"event_times": times})
+    return run_check("retention", retention_history(), ledger, observed)
+
+
+def test_retention_valid_when_old_gone_and_new_once() -> None:
+    result = retention_case({"id-2": 1, "id-3": 1}, ["id-0", "id-2"])
+    assert result.verdict == VALID
+
+
+def test_retention_allows_old_row_loaded_after_the_delete_once() -> None:
+    assert retention_case({"id-1": 1, "id-2": 1, "id-3": 1}, ["id-0"]).ok
+
+
+def test_retention_flags_undeleted_lost_and_duplicated() -> None:
+    result = retention_case({"id-0": 1, "id-2": 2}, ["id-0", "id-2"])
+    assert set(result.anomalies) == {"undeleted", "lost", "duplicated"}
+
+
+def test_retention_unknown_without_delete() -> None:
+    observed = Observed({}, facts={"event_times": {}})
+    assert run_check("retention", EMPTY, VALID_LEDGER, observed).verdict == UNKNOWN
+
+
+# -- halted ---------------------------------------------------------------------
+
+HALT_LEDGER = [
+    entry(0),
+    entry(1),
+    entry(2, kind="tombstone"),
+    entry(3),
+    entry(4, kind="nan_literal"),
+]
+
+
+def halt_history(message: str) -> History:
+    return history(
+        (1.0, "loader", "info", "exit", {"expected": True, "code": -9}),
+        (2.0, "loader", "info", "exit", {"expected": False, "code": 1, "message": message}),
+    )
+
+
+def test_halted_valid_when_the_first_malformed_message_is_named() -> None:
+    h = halt_history("PoisonMessage: poison message at topic 'events' partition 0 offset 2 and")
+    observed = Observed(reads={"visible_at_halt": ["id-0", "id-1"]})
+    assert run_check("halted", h, HALT_LEDGER, observed).verdict == VALID
+
+
+def test_halted_flags_another_message_named() -> None:
+    h = halt_history("poison message at topic 'events' partition 0 offset 4")
+    result = run_check("halted", h, HALT_LEDGER, Observed())
+    assert "wrong_value" in result.anomalies
+
+
+def test_halted_flags_rows_loaded_past_the_malformed_message() -> None:
+    h = halt_history("poison message at topic 'events' partition 0 offset 2")
+    observed = Observed(reads={"visible_at_halt": ["id-0", "id-1", "id-3"]})
+    assert run_check("halted", h, HALT_LEDGER, observed).anomalies["not_halted"].count == 1
+
+
+def test_halted_flags_a_loader_that_never_stopped() -> None:
+    h = history((1.0, "loader", "info", "exit", {"expected": True, "code": 0}))
+    assert "not_halted" in run_check("halted", h, HALT_LEDGER, Observed()).anomalies
+
+
+# -- columns, steadiness, compaction, partitions -----------------------------------------
+
+
+def test_column_values_null_before_filled_after() -> None:
+    ledger = [entry(i) for i in range(4)]
+    facts = {"phases": {"before": ["id-0", "id-1"], "after": ["id-2", "id-3"]}}
+    params = {"column": "note", "null_phases": ["before"], "filled_phases": ["after"], "value": 7}
+    good = {"id-0": None, "id-1": None, "id-2": 7, "id-3": 7}
+    bad = {"id-0": None, "id-1": 7, "id-2": None, "id-3": 7}
+    ok = run_check(
+        "column_values", EMPTY, ledger, Observed(reads={"column:note": good}, facts=facts), params
+    )
+    broken = run_check(
+        "column_values", EMPTY, ledger, Observed(reads={"column:note": bad}, facts=facts), params
+    )
+    assert ok.ok
+    assert broken.anomalies["wrong_value"].count == 2
+
+
+def test_column_absent() -> None:
+    assert run_check(
+        "column_absent", EMPTY, [], Observed(reads={"columns": ["a"]}), {"column": "b"}
+    ).ok
+    gone = run_check(
+        "column_absent", EMPTY, [], Observed(reads={"columns": ["b"]}), {"column": "b"}
+    )
+    assert gone.verdict == INVALID
+
+
+def test_loader_steady_flags_unplanned_exits_only() -> None:
+    h = history((1.0, "loader", "info", "exit", {"expected": True, "code": -9}))
+    assert run_check("loader_steady", h, [], Observed()).ok
+    h = history((1.0, "loader", "info", "exit", {"expected": False, "code": 1, "message": "boom"}))
+    assert run_check("loader_steady", h, [], Observed()).anomalies["loader_error"].count == 1
+
+
+def test_compaction() -> None:
+    def read(files_after: int, rows_after: list[int]) -> Observed:
+        before = {"files": 40, "rows": [10, 10]}
+        after = {"files": files_after, "rows": rows_after}
+        return Observed(reads={"compaction": {"before": before, "after": after}})
+
+    assert run_check("compaction", EMPTY, [], read(3, [10, 10])).ok
+    assert set(run_check("compaction", EMPTY, [], read(40, [10, 9])).anomalies) == {
+        "not_compacted",
+        "wrong_value",
+    }
+    assert run_check("compaction", EMPTY, [], Observed()).verdict == UNKNOWN
+
+
+def test_partitions_loaded() -> None:
+    ledger = [entry(0, partition=0), entry(1, partition=2), entry(2, partition=3)]
+    every = Observed({"id-0": 1, "id-1": 1, "id-2": 1})
+    assert run_check("partitions_loaded", EMPTY, ledger, every, {"from_partition": 2}).ok
+    lost = run_check("partitions_loaded", EMPTY, ledger, Observed({"id-0": 1, "id-1": 1}),
+                     {"from_partition": 2})  # fmt: skip
+    assert lost.anomalies["lost"].count == 1
+    only_old = run_check("partitions_loaded", EMPTY, ledger[:1], Observed({"id-0": 1}),
+                         {"from_partition": 2})  # fmt: skip
+    assert only_old.verdict == UNKNOWN
+
+
+# -- freshness, values, faults ------------------------------------------------------
+
+
+def test_freshness_within_and_over_bounds() -> None:
+    h = history((0.0, "loader", "invoke", "start", {"trigger_interval_s": 2.0}))
+    ledger = [entry(i, timestamp=1_000_000 + i * 1000) for i in range(100)]
+    quick = {f"id-{i}": 1000 + i + 3.0 for i in range(100)}
+    result = run_check("freshness", h, ledger, Observed(reads={"first_seen": quick}))
+    assert result.ok and result.stats["p50_s"] == pytest.approx(3.0)
+    slow = {f"id-{i}": 1000 + i + (30.0 if i >= 90 else 3.0) for i in range(100)}
+    stale = run_check("freshness", h, ledger, Observed(reads={"first_seen": slow}))
+    assert stale.verdict == INVALID and "p99" in stale.anomalies["stale"].examples[0]
+
+
+def test_freshness_flags_never_seen() -> None:
+    h = history((0.0, "loader", "invoke", "start", {"trigger_interval_s": 2.0}))
+    ledger = [entry(0, timestamp=1000), entry(1, timestamp=1000)]
+    result = run_check("freshness", h, ledger, Observed(reads={"first_seen": {"id-0": 2.0}}))
+    assert result.anomalies["stale"].count == 1
+
+
+def test_values_compares_columns_and_kafka_coordinates() -> None:
+    ledger = [entry(0, partition=1, offset=5)]
+    facts = {"expected_rows": {"id-0": {"string": "a", "floating": 1.5}}}
+    good = {"id-0": {"string": "a", "floating": 1.5, "kafka_partition": 1, "kafka_offset": 5}}
+    bad = {"id-0": {"string": None, "floating": 1.5, "kafka_partition": 1, "kafka_offset": 6}}
+    assert run_check("values", EMPTY, ledger, Observed(reads={"rows": good}, facts=facts)).ok
+    broken = run_check("values", EMPTY, ledger, Observed(reads={"rows": bad}, facts=facts))
+    assert broken.anomalies["wrong_value"].count == 2
+
+
+def test_faults_exercised_counts_injections_commits_and_heals() -> None:
+    events = []
+    for i in range(5):
+        events.append((i * 10.0, "fault", "ok", "kill_loader.inject", {}))
+        events.append(
+            (i * 10.0 + 1, "fault", "info", "kill_loader.commit", {"during_commit": i == 2})
+        )
+        events.append((i * 10.0 + 2, "fault", "ok", "kill_loader.heal", {}))
+    h = history(*events)
+    params = {"fault": "kill_loader", "min_injections": 5, "min_during_commit": 1}
+    assert run_check("faults_exercised", h, [], Observed(), params).ok
+    assert (
+        run_check("faults_exercised", h, [], Observed(), {**params, "min_injections": 6}).verdict
+        == UNKNOWN
+    )
+    assert [w[0] for w in fault_windows(h)] == ["kill_loader"] * 5
+
+
+def test_a_raising_checker_is_unknown_never_valid() -> None:
+    result = run_check("retention", retention_history(), VALID_LEDGER, Observed())
+    assert result.verdict == UNKNOWN and "raised" in result.summary
+
+
+def test_percentile_and_summarize() -> None:
+    assert percentile([5, 1, 3, 2, 4], 50) == 3
+    assert percentile(list(range(1, 101)), 99) == 99
+    with pytest.raises(ValueError):
+        percentile([], 50)
+    ok = run_check("exactly_once", EMPTY, VALID_LEDGER, Observed({f"id-{i}": 1 for i in range(5)}))
+    bad = run_check("exactly_once", EMPTY, VALID_LEDGER, Observed())
+    assert summarize([ok]) == VALID and summarize([ok, bad]) == INVALID

@@ -1,0 +1,91 @@
+"""Scenario files: every file in scenarios/ parses for both profiles; the reader's rules."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness import report
+from harness.checkers import CHECKERS, CheckResult
+from harness.history import History, select
+from harness.runner import RunResult
+from harness.scenario import PROFILES, ScenarioError, discover, find, load, parse
+
+MINIMAL = {"steps": [{"do": "start_loader"}], "checks": [{"check": "exactly_once"}]}
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_every_scenario_file_parses_and_names_known_checkers(profile: str) -> None:
+    scenarios = discover(profile=profile)
+    assert len(scenarios) >= 14
+    for s in scenarios:
+        assert s.title and s.description, s.name
+        for check in s.checks:
+            assert check.check in CHECKERS, (s.name, check.check)
+        for brk in s.breaks.values():
+            assert brk.expect_check in {c.check for c in s.checks}, (s.name, brk.name)
+
+
+def test_profiles_substitute_variables() -> None:
+    doc = {
+        "vars": {"count": 10},
+        "profiles": {"full": {"vars": {"count": 1000}}},
+        "steps": [{"do": "publish", "count": "$count"}],
+        "checks": [{"check": "exactly_once"}],
+    }
+    assert parse(doc, profile="ci").steps[0].params["count"] == 10
+    assert parse(doc, profile="full").steps[0].params["count"] == 1000
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({**MINIMAL, "steps": [{"do": "explode"}]}, "unknown action"),
+        ({**MINIMAL, "steps": [{"do": "publish", "count": "$nope"}]}, "unknown variable"),
+        ({**MINIMAL, "checks": []}, "no checks"),
+        ({**MINIMAL, "steps": []}, "no steps"),
+        ({**MINIMAL, "breaks": {"b": {"expect": {"check": "x"}}}}, "expect needs"),
+        ({**MINIMAL, "steps": [{"do": "sleep", "only_in_break": "b"}]}, "unknown break"),
+    ],
+)
+def test_invalid_documents_are_refused(doc: dict, message: str) -> None:
+    with pytest.raises(ScenarioError, match=message):
+        parse(doc)
+
+
+def test_unknown_profile_is_refused() -> None:
+    with pytest.raises(ScenarioError, match="profile"):
+        parse(MINIMAL, profile="soak")
+
+
+def test_find_accepts_names_with_or_without_number() -> None:
+    assert find("exactly_once_kill9").name == find("01_exactly_once_kill9").name
+    with pytest.raises(ScenarioError, match="no single scenario"):
+        find("nothing_like_this")
+
+
+def test_history_round_trips_through_its_file(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    history = History(path)
+    history.record("fault", "ok", "kill_loader.inject", pid=7, phase="x")
+    history.record("loader", "info", "exit", code=1)
+    again = History.read(path)
+    assert [e.to_json() for e in again] == [e.to_json() for e in history]
+    assert select(again, kind="fault")[0].data == {"pid": 7, "phase": "x"}
+    with pytest.raises(ValueError):
+        history.record("nonsense", "ok", "x")
+
+
+def test_reports_render_markdown_and_junit(tmp_path: Path) -> None:
+    scenario = load(Path(__file__).parents[2] / "scenarios" / "01_exactly_once_kill9.toml")
+    history = History.of([(1.0, "fault", "ok", "kill_loader.inject", {}),
+                          (3.0, "fault", "ok", "kill_loader.heal", {})])  # fmt: skip
+    check = CheckResult("exactly_once", "invalid", "1 lost")
+    result = RunResult(scenario, 42, None, [check], "invalid", 12.0, [("publish", 3.0)],
+                       tmp_path, {"topic": "t", "table": "lake.s.t"}, history=history)  # fmt: skip
+    text = report.markdown(result)
+    assert "--seed 42" in text and "| exactly_once | invalid | 1 lost |" in text
+    assert "kill_loader" in text
+    xml = report.junit_xml([result])
+    assert 'failures="1"' in xml and "replay: icefloe scenario run" in xml

@@ -1,0 +1,36 @@
+"""Every scenario in scenarios/ as a pytest test, on the session's stack.
+
+The profile comes from ICEFLOE_SCENARIO_PROFILE (``ci`` by default, ``full`` for longer runs)
+and a seed from ICEFLOE_SCENARIO_SEED (else each run draws one and prints it). Reports land in
+``reports/`` like the CLI's.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import report
+from harness.runner import RunOptions, run_scenario
+from harness.scenario import discover
+
+PROFILE = os.environ.get("ICEFLOE_SCENARIO_PROFILE", "ci")
+SEED = os.environ.get("ICEFLOE_SCENARIO_SEED")
+SCENARIOS = discover(profile=PROFILE)
+
+pytestmark = pytest.mark.scenario
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_scenario(scenario: Any, stack: Any) -> None:
+    options = RunOptions(seed=int(SEED) if SEED else None, reports_dir=Path("reports"))
+    result = run_scenario(scenario, stack, options)
+    path = report.write_markdown(result)
+    print(f"{scenario.name}: seed {result.seed}; report {path}")
+    if not stack.healthy():  # an outage scenario that failed must not sink the next ones
+        stack.up()
+    details = "\n".join(report.summary_lines([result]))
+    assert result.passed, f"{details}\nreplay: {report.replay_command(result)}\nreport: {path}"
