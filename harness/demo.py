@@ -17,10 +17,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from harness.console import say
 from harness.reference import create_table_sql
 from harness.sql import run, run_and_print
 from harness.stack import Stack
+from loader import keys
 
 _SCHEMA = "demo"
 _TABLE = f"lake.{_SCHEMA}.events"
@@ -99,14 +102,14 @@ def _text(value: str | bytes | None) -> str:
     return value or ""
 
 
-def _publish(stack: Stack, ledger_dir: Path, **generation: Any) -> Any:
+def _publish(stack: Stack, ledger_dir: Path, seed: int, **generation: Any) -> Any:
     from publisher.clock import ClockConfig
     from publisher.messages import GenerationConfig
     from publisher.producer import Publisher, PublisherConfig
 
     clock = ClockConfig(anchor=dt.datetime.now(dt.UTC), window_days=3)
     config = PublisherConfig(
-        generation=GenerationConfig(seed=7, clock=clock, **generation),
+        generation=GenerationConfig(seed=seed, clock=clock, **generation),
         ledger_dir=ledger_dir,
         progress=False,
     )
@@ -146,7 +149,7 @@ def run_demo(stack: Stack) -> int:
     say(f"   streaming after {took:.0f} s; its log: {loader.process.log_file}")
     try:
         say(f"\n[bold]4. Publish {_COUNT:,} rows, {_MALFORMED:.0%} of them malformed[/]")
-        result = _publish(stack, work, malformed_fraction=_MALFORMED)
+        result = _publish(stack, work, seed=7, malformed_fraction=_MALFORMED)
         ledger = Ledger.read(result.ledger_path)
         say(
             f"   sent {result.sent:,}: {result.valid:,} valid, {result.malformed:,} malformed "
@@ -166,28 +169,35 @@ def run_demo(stack: Stack) -> int:
         )
         run_and_print(
             conn,
-            f'SELECT event_id, "bool", "integer", string_map, nested, "timestamp" '
+            f'SELECT event_id, "integer", nested, "timestamp" '
             f'FROM {_TABLE} ORDER BY "timestamp" DESC LIMIT 5',
         )
 
         say("\n[bold]6. Where the malformed messages went, and why[/]")
         letters = _dead_letters(stack, result.malformed)
         say(f"   {len(letters)} dead letters in {_DLQ} (the ledger says {result.malformed})")
-        for headers in letters[:6]:
-            source = ", ".join(
-                headers.get(f"icefloe.source.{k}", "?") for k in ("topic", "partition", "offset")
+        for headers in letters[:8]:
+            source = "/".join(
+                headers.get(k, "?")
+                for k in (keys.DLQ_SOURCE_TOPIC, keys.DLQ_SOURCE_PARTITION, keys.DLQ_SOURCE_OFFSET)
             )
-            say(f"   [{source}] {headers.get('icefloe.error.reason', '?')}")
+            kind = headers.get(keys.DLQ_ERROR_KIND, "?")
+            path = headers.get(keys.DLQ_ERROR_PATH, "?")
+            reason = headers.get(keys.DLQ_ERROR_REASON, "?")[:70]
+            say(escape(f"   {source:24s} {kind:14s} at {path:14s} {reason}"))
         say("   The Kafka offsets each snapshot committed (the loader resumes from these):")
         run_and_print(
             conn,
-            "SELECT snapshot_id, operation, summary['icefloe.offsets'] AS offsets "
-            f'FROM lake.{_SCHEMA}."events$snapshots" ORDER BY committed_at DESC LIMIT 3',
+            f"SELECT snapshot_id, operation, element_at(summary, '{keys.OFFSETS}') AS offsets "
+            f'FROM lake.{_SCHEMA}."events$snapshots" '
+            f"WHERE element_at(summary, '{keys.OFFSETS}') IS NOT NULL "
+            "ORDER BY committed_at DESC LIMIT 3",
         )
 
         say("\n[bold]7. Add a column in Trino while the loader runs[/]")
-        run_and_print(conn, f"ALTER TABLE {_TABLE} ADD COLUMN region VARCHAR")
-        result = _publish(stack, work, drift=_region_drift())
+        run(conn, f"ALTER TABLE {_TABLE} ADD COLUMN region VARCHAR")
+        say(f"   ALTER TABLE {_TABLE} ADD COLUMN region VARCHAR; now {_COUNT:,} rows with region")
+        result = _publish(stack, work, seed=8, drift=_region_drift())
         _wait_for_rows(stack, result.valid, "WHERE region IS NOT NULL")
         run_and_print(
             conn,
