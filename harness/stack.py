@@ -1,7 +1,8 @@
 """The local lakehouse: Kafka, MinIO, the Iceberg REST catalog and Trino, as one unit.
 
-`up` starts what is not running, in dependency order (Kafka and MinIO together, then the
-catalog, then Trino); `down` stops everything. Typed accessors give clients their endpoints.
+`up` starts what is not running, all four at once (none needs another to start: the catalog
+reaches MinIO and Trino reaches the catalog only when a query asks), and waits until every one
+is ready; `down` stops them, Trino first. Typed accessors give clients their endpoints.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from harness.services.kafka import Kafka
 from harness.services.minio import Minio
 from harness.services.trino import Trino
 
-# Services started together in each wave; a wave waits for the one before it.
-_WAVES = (("kafka", "minio"), ("catalog",), ("trino",))
+# Services started together in each wave; a wave waits for the one before it. Trino is the
+# slowest to start, so it starts first rather than last.
+_WAVES = (("trino", "kafka", "minio", "catalog"),)
 
 
 class Stack:
@@ -67,7 +69,7 @@ class Stack:
     def up(self) -> float:
         """Start every service that is not running; return seconds until all are ready."""
         started = time.monotonic()
-        with ThreadPoolExecutor(max_workers=2) as pool:
+        with ThreadPoolExecutor(max_workers=4) as pool:
             for wave in _WAVES:
                 todo = [self.service(n) for n in wave]
                 for service, took in zip(todo, pool.map(lambda s: s.start(), todo), strict=True):
@@ -77,8 +79,8 @@ class Stack:
         return total
 
     def down(self) -> None:
-        """Stop every service, the reverse of start order."""
-        for wave in reversed(_WAVES):
+        """Stop every service: Trino, then the catalog, then Kafka and MinIO."""
+        for wave in ((n,) for n in ("trino", "catalog", "kafka", "minio")):
             for name in wave:
                 service = self.service(name)
                 if service.process.is_running():

@@ -120,11 +120,18 @@ class Trino(LocalService):
             keys.TRINO_NODE_BIND_IP: self.config.host,
             keys.TRINO_NODE_INTERNAL_ADDRESS: self.config.host,
         }
+        # A class-data archive made on the first start and reused after it: Trino loads tens of
+        # thousands of classes at start-up, and mapping them from the archive is faster.
+        cds = [
+            "-XX:+AutoCreateSharedArchive",
+            f"-XX:SharedArchiveFile={self.state_dir / 'trino-classes.jsa'}",
+        ]
         return [
             str(java.java),
             "-server",
             f"-Xmx{heap}",
             *_JVM_FLAGS,
+            *cds,
             *vector,
             *(f"-D{k}={v}" for k, v in node.items()),
             f"-Dconfig={self.etc / 'config.properties'}",
