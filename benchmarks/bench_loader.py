@@ -6,8 +6,15 @@ in the same environment (``ICEFLOE_RUN_DIR``, ``ICEFLOE_STACK_*``).  Examples::
     python benchmarks/bench_loader.py                        # both parts
     python benchmarks/bench_loader.py --rows 200000 --skip-latency
     python benchmarks/bench_loader.py --skip-throughput --rate 1000 --seconds 30
+    python benchmarks/bench_loader.py --window-days 365    # event times spread over a year
 
-1. Decoding alone: ``loader.batch.decode_batch`` on reference rows (one core).
+Event times: near-real-time events are recent, so by default the rows' event
+times fall within ``--window-days 1`` before now (a micro-batch touches one or
+two ``day(timestamp)`` partitions of the reference table).  A wide window makes
+every batch write one small file per day it touches.
+
+1. Decoding alone: ``loader.batch.decode_arrow`` (what executors run) on
+   reference rows, one core.
 2. Sustained load: ``--rows`` reference rows pre-published to a 2-partition
    topic, loaded with a 1 s trigger and ``--per-trigger`` records per batch;
    rows/s counts from the end of the first (warm-up) batch to the last commit.
@@ -32,10 +39,10 @@ from typing import Any
 
 from harness.reference import create_table_sql
 from harness.stack import Stack
-from loader.batch import decode_batch
+from loader.batch import decode_arrow
 from loader.config import LoaderConfig, load_config
 from loader.job import LoaderJob
-from loader.record import DecodeOptions
+from loader.record import DecodeOptions, RecordDecoder
 
 
 def _config(stack: Stack, secret: Path, table: str, topic: str, **extra: Any) -> LoaderConfig:
@@ -78,14 +85,19 @@ def _topic(stack: Stack, partitions: int) -> str:
     return name
 
 
-def _values(count: int) -> list[bytes]:
+def _values(count: int, window_days: float) -> list[bytes]:
+    import datetime as dt
+
+    from publisher.clock import ClockConfig
     from publisher.messages import GenerationConfig, generate
 
-    return [m.value for m in generate(GenerationConfig(seed=11), count) if m.value is not None]
+    clock = ClockConfig(anchor=dt.datetime.now(dt.UTC), window_days=window_days)
+    config = GenerationConfig(seed=11, clock=clock)
+    return [m.value for m in generate(config, count) if m.value is not None]
 
 
 def bench_decode(values: list[bytes]) -> float:
-    """Rows/s of ``decode_batch`` alone on one core."""
+    """Rows/s of ``decode_arrow`` alone on one core."""
     import datetime as dt
 
     import pyarrow as pa
@@ -105,8 +117,9 @@ def bench_decode(values: list[bytes]) -> float:
             "headers": pa.array([None] * n, headers),
         }
     )
+    decoder = RecordDecoder(reference_schema(), DecodeOptions())
     start = time.perf_counter()
-    decode_batch(records, reference_schema(), DecodeOptions())
+    decode_arrow(records, decoder)
     return n / (time.perf_counter() - start)
 
 
@@ -154,7 +167,7 @@ def bench_throughput(
 
 
 def bench_latency(
-    stack: Stack, secret: Path, spark: Any, schema: str, rate: int, seconds: int
+    stack: Stack, secret: Path, spark: Any, schema: str, rate: int, seconds: int, window: float
 ) -> list[float]:
     """Publish-to-visible-in-Trino latencies (seconds) at ``rate`` msg/s."""
     from confluent_kafka import Producer
@@ -167,7 +180,7 @@ def bench_latency(
     job.start()
     # Warm up the query (Python workers, JIT) before measuring.
     producer = Producer({"bootstrap.servers": stack.bootstrap_servers, "linger.ms": 0})
-    body = json.loads(_values(1)[0])
+    body = json.loads(_values(1, window)[0])
     body["integer"] = -1
     producer.produce(topic, json.dumps(body).encode())
     producer.flush(10)
@@ -220,6 +233,9 @@ def main() -> None:
     parser.add_argument("--per-trigger", type=int, default=50_000)
     parser.add_argument("--rate", type=int, default=1000)
     parser.add_argument("--seconds", type=int, default=30)
+    parser.add_argument(
+        "--window-days", type=float, default=1.0, help="event times span this many days to now"
+    )
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--skip-latency", action="store_true")
     args = parser.parse_args()
@@ -227,8 +243,11 @@ def main() -> None:
     logging.getLogger("icefloe.loader").setLevel(logging.INFO)
 
     stack = Stack()
-    values = _values(min(args.rows, 50_000) if args.skip_throughput else args.rows)
-    print(f"decode_batch alone: {bench_decode(values[:50_000]):,.0f} rows/s (one core)")
+    values = _values(
+        min(args.rows, 50_000) if args.skip_throughput else args.rows, args.window_days
+    )
+    print(f"event times within {args.window_days:g} days before now")
+    print(f"decode_arrow alone: {bench_decode(values[:50_000]):,.0f} rows/s (one core)")
 
     from loader.spark import session
 
@@ -249,7 +268,11 @@ def main() -> None:
                     f"{args.per_trigger:,} per trigger, local[2])"
                 )
             if not args.skip_latency:
-                lat = sorted(bench_latency(stack, secret, spark, schema, args.rate, args.seconds))
+                lat = sorted(
+                    bench_latency(
+                        stack, secret, spark, schema, args.rate, args.seconds, args.window_days
+                    )
+                )
                 p50 = statistics.median(lat)
                 p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
                 print(

@@ -1,18 +1,25 @@
-"""Batch decoding: one micro-batch of Kafka records (as Arrow) into rows and rejects.
+"""Batch decoding: Kafka records (as Arrow) into rows of the table and rejects.
 
-The Spark job collects each micro-batch's Kafka records to the driver as an
-Arrow table (Spark's Kafka source columns: ``key``, ``value``, ``topic``,
-``partition``, ``offset``, ``timestamp``, ``headers``) and hands it here with
-the table's current schema.  ``decode_batch`` drops the records the table
-already holds (``keep``), decodes the rest with one ``RecordDecoder``, and
-returns the Arrow rows to append, the malformed records, and per partition the
-offset range seen, so the caller can plan the commit.  No Spark in here, so
-this is unit-tested with plain Arrow tables.
+Spark's Kafka source hands over the columns ``key``, ``value``, ``topic``,
+``partition``, ``offset``, ``timestamp`` and ``headers``.  Two entry points
+decode them with one ``RecordDecoder`` per schema version:
+
+* ``decode_arrow`` (what the loader runs, inside Spark's executors through
+  ``DataFrame.mapInArrow``, see ``arrow_decoder``): one Arrow record batch in,
+  one Arrow record batch out, shaped by ``decoded_schema``: the table's
+  columns plus ``REJECT_COLUMN``, a struct that is null for a valid row and,
+  for a malformed record, carries the error and everything the dead-letter
+  topic needs (the table's columns are then null).  ``rejects_from_rows``
+  turns the collected reject structs back into ``Reject`` objects.
+* ``decode_batch``: a whole batch on one process, returning rows, rejects and
+  offset ranges; used by the benchmark's decode-only measurement and tests.
+
+No Spark in here, so this is unit-tested with plain Arrow tables.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,9 +33,23 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.schema import Schema
 
-__all__ = ["DecodedBatch", "Reject", "decode_batch", "offset_ranges"]
+__all__ = [
+    "KAFKA_COLUMNS",
+    "REJECT_COLUMN",
+    "DecodedBatch",
+    "Reject",
+    "arrow_decoder",
+    "decode_arrow",
+    "decode_batch",
+    "decoded_schema",
+    "offset_ranges",
+    "rejects_from_rows",
+]
 
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers")
+
+REJECT_COLUMN = "_icefloe_reject"
+"""The column ``decode_arrow`` adds for malformed records (null for valid rows)."""
 
 
 @dataclass(frozen=True)
@@ -149,6 +170,162 @@ def decode_batch(
     rejects.sort(key=lambda r: (r.meta.topic, r.meta.partition, r.meta.offset))
     table = pa.Table.from_pylist(rows, schema=arrow_schema(schema))
     return DecodedBatch(table, tuple(rejects), ranges, max_ts, skipped)
+
+
+def _reject_type() -> pa.DataType:
+    import pyarrow as pa
+
+    header = pa.struct([("key", pa.string()), ("value", pa.binary())])
+    return pa.struct(
+        [
+            ("kind", pa.string()),
+            ("path", pa.string()),
+            ("expected", pa.string()),
+            ("reason", pa.string()),
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("offset", pa.int64()),
+            ("timestamp_ms", pa.int64()),
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("headers", pa.list_(header)),
+        ]
+    )
+
+
+def decoded_schema(schema: Schema) -> pa.Schema:
+    """The Arrow schema ``decode_arrow`` emits for table schema ``schema``.
+
+    Args:
+        schema: the table's current Iceberg schema.
+
+    Returns:
+        The table's columns, all nullable at the top level (a malformed
+        record's row is all nulls), followed by ``REJECT_COLUMN``.
+
+    Raises:
+        SchemaMismatch: a type the loader cannot load.
+    """
+    import pyarrow as pa
+
+    table = arrow_schema(schema)
+    fields = [table.field(i).with_nullable(True) for i in range(len(table))]
+    return pa.schema([*fields, pa.field(REJECT_COLUMN, _reject_type())])
+
+
+def decode_arrow(records: pa.RecordBatch | pa.Table, decoder: RecordDecoder) -> pa.RecordBatch:
+    """Decode Kafka records into rows of ``decoder.schema`` plus the reject column.
+
+    Args:
+        records: the Kafka source columns (``KAFKA_COLUMNS``); records the table
+            already holds must have been filtered out before.
+        decoder: the decoder for the batch's schema version.
+
+    Returns:
+        One output row per input record, in input order, typed by
+        ``decoded_schema(decoder.schema)``.
+    """
+    import pyarrow as pa
+
+    target = decoded_schema(decoder.schema)
+    nulls = dict.fromkeys(target.names[:-1])
+    out: list[dict[str, Any]] = []
+    decode = decoder.decode
+    for value, meta in _records(records):
+        try:
+            row = decode(value, meta)
+        except MalformedRecord as error:
+            reject = {
+                **error.as_dict(),
+                "topic": meta.topic,
+                "partition": meta.partition,
+                "offset": meta.offset,
+                "timestamp_ms": meta.timestamp_ms,
+                "key": meta.key,
+                "value": value,
+                "headers": [{"key": k, "value": v} for k, v in meta.headers],
+            }
+            out.append({**nulls, REJECT_COLUMN: reject})
+        else:
+            out.append(row)
+    return pa.RecordBatch.from_pylist(out, schema=target)
+
+
+def arrow_decoder(
+    schema: Schema, options: DecodeOptions
+) -> Callable[[Iterable[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The function to hand to ``DataFrame.mapInArrow`` for one schema version.
+
+    Spark pickles it to its Python workers, so ``loader`` must be importable
+    there (an installed package, ``--py-files``, or the worker's PYTHONPATH).
+
+    Args:
+        schema: the table's current Iceberg schema (validated on the driver
+            by building a ``RecordDecoder`` before the job starts).
+        options: decoding options from the configuration.
+
+    Returns:
+        ``batches -> decoded batches``, see ``decode_arrow``.
+    """
+
+    def run(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        decoder = RecordDecoder(schema, options)
+        for batch in batches:
+            yield decode_arrow(batch, decoder)
+
+    return run
+
+
+def rejects_from_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[Reject, ...]:
+    """``Reject`` objects from collected ``REJECT_COLUMN`` values.
+
+    Args:
+        rows: the reject structs as mappings (``Row.asDict(recursive=True)``
+            or ``to_pylist``).
+
+    Returns:
+        The rejects, in (topic, partition, offset) order.
+    """
+    out = []
+    for r in rows:
+        headers = tuple((h["key"], _bytes(h["value"])) for h in r["headers"] or ())
+        meta = KafkaMeta(
+            r["topic"], r["partition"], r["offset"], r["timestamp_ms"], _bytes(r["key"]), headers
+        )
+        error = MalformedRecord(r["kind"], r["path"], r["expected"], r["reason"])
+        out.append(Reject(_bytes(r["value"]), meta, error))
+    out.sort(key=lambda x: (x.meta.topic, x.meta.partition, x.meta.offset))
+    return tuple(out)
+
+
+def _bytes(value: Any) -> bytes | None:
+    # Spark's Row hands binary back as bytearray; the dead-letter producer and
+    # equality in tests want bytes.
+    return None if value is None else bytes(value)
+
+
+def _records(records: pa.RecordBatch | pa.Table) -> Iterator[tuple[bytes | None, KafkaMeta]]:
+    columns = {name: records.column(name).to_pylist() for name in KAFKA_COLUMNS}
+    timestamps = _epoch_ms(records.column("timestamp"))
+    for i, (value, topic, partition, offset) in enumerate(
+        zip(
+            columns["value"],
+            columns["topic"],
+            columns["partition"],
+            columns["offset"],
+            strict=True,
+        )
+    ):
+        headers = columns["headers"][i]
+        meta = KafkaMeta(
+            topic,
+            partition,
+            offset,
+            timestamps[i],
+            columns["key"][i],
+            tuple((h["key"], h["value"]) for h in headers) if headers else (),
+        )
+        yield value, meta
 
 
 def _epoch_ms(column: Any) -> list[int | None]:

@@ -2,28 +2,33 @@
 
 For every micro-batch Spark hands over, the sink:
 
-1. collects the batch's Kafka records to the driver as Arrow;
+1. summarizes the batch's Kafka columns with one small Spark aggregation:
+   per partition the offset range, the record count and the newest Kafka
+   timestamp (no record values leave the executors);
 2. reads the table afresh (``TableView.state``): the current schema, the
    offsets committed by the newest loader snapshot of the lineage, the leases;
 3. stops with ``ConcurrentLoader`` if another loader's lease is live;
-4. drops records below the committed offsets (a replayed batch, a restart
-   after a kill between the Iceberg commit and the checkpoint write) and
-   decodes the rest against the current schema (``batch.decode_batch``);
-5. sends malformed records to the dead-letter topic and waits for Kafka's
-   acknowledgement, or, without a dead-letter topic, raises ``PoisonMessage``
-   for the first one, so nothing of the batch is committed;
-6. appends the rows as ONE Iceberg snapshot whose summary carries the next
-   offsets of every partition, the loader id, the lease and the newest Kafka
-   timestamp (``offsets.summary_properties``), even when no row is valid, so
-   the offsets of dead-lettered records are committed too.
+4. plans the batch against the committed offsets (``plan_batch``), filters out
+   records below them with a Spark filter (a replayed batch, a restart after a
+   kill between the Iceberg commit and the checkpoint write), and decodes the
+   rest in the executors (``mapInArrow`` with ``batch.arrow_decoder``) against
+   the current schema; the decoded batch is cached, as it is read twice;
+5. collects only the malformed records to the driver and sends them to the
+   dead-letter topic, waiting for Kafka's acknowledgement, or, without a
+   dead-letter topic, raises ``PoisonMessage`` for the first one, so nothing
+   of the batch is committed;
+6. appends the valid rows as ONE Iceberg snapshot whose summary carries the
+   next offsets of every partition, the loader id, the lease and the newest
+   Kafka timestamp (``offsets.summary_properties``), even when no row is
+   valid, so the offsets of dead-lettered records are committed too.
 
 A failed append (a conflict with a concurrent compaction, a column dropped
 between reading the schema and writing, an unknown commit state) is retried
 from step 2: re-planning against the refreshed table is what makes the retry
 safe whether or not the failed commit landed.
 
-With ``exactly_once = false`` steps 2's offsets and 4's filter are skipped:
-every record Spark replays is written again (used to prove the checks work).
+With ``exactly_once = false`` step 4's filter is skipped: every record Spark
+replays is written again (used to prove the checks work).
 """
 
 from __future__ import annotations
@@ -33,20 +38,37 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from pyspark import StorageLevel
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
 from loader import keys
-from loader.batch import KAFKA_COLUMNS, DecodedBatch, decode_batch
+from loader.batch import (
+    KAFKA_COLUMNS,
+    REJECT_COLUMN,
+    Reject,
+    arrow_decoder,
+    decoded_schema,
+    rejects_from_rows,
+)
 from loader.config import LoaderConfig
 from loader.deadletter import DeadLetterProducer
 from loader.metrics import LoaderMetrics
-from loader.offsets import Offsets, check_lease, plan_batch, summary_properties
-from loader.record import route_malformed
+from loader.offsets import (
+    BatchPlan,
+    OffsetRange,
+    Offsets,
+    check_lease,
+    plan_batch,
+    summary_properties,
+)
+from loader.record import RecordDecoder, route_malformed
 from loader.table import TableState, TableView, now_ms
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 __all__ = ["KILL_AFTER_COMMIT_ENV", "BatchSink"]
 
@@ -116,10 +138,11 @@ class BatchSink:
 
     def _process(self, df: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
-        records = df.select(*KAFKA_COLUMNS).toArrow()
-        if records.num_rows == 0:
+        records = df.select(*KAFKA_COLUMNS)
+        ranges, count, batch_max_ts = _summarize(records)
+        if count == 0:
             return
-        collected = time.monotonic()
+        summarized = time.monotonic()
         for attempt in range(1, MAX_ATTEMPTS + 1):
             state = self.view.state()
             self.last_state = state
@@ -131,11 +154,7 @@ class BatchSink:
                 skew_ms=1000,
             )
             committed = self._committed(state)
-            keep = _keep_from(committed) if self.config.exactly_once else None
-            decode_started = time.monotonic()
-            decoded = decode_batch(records, state.schema, self.config.decode, keep)
-            decode_s = time.monotonic() - decode_started
-            plan = plan_batch(committed, decoded.ranges)
+            plan = plan_batch(committed, ranges)
             for gap in plan.gaps:
                 log.warning(
                     "offsets %s..%s of %s/%s were never loaded (Kafka retention or a "
@@ -146,50 +165,79 @@ class BatchSink:
                     gap.partition,
                 )
             if self.config.exactly_once and plan.skip:
-                log.info("batch %s: all %s records already committed", batch_id, decoded.skipped)
+                log.info("batch %s: all %s records already committed", batch_id, count)
                 return
-            self._dead_letter(decoded)
-            props = summary_properties(
-                self.config.loader_id,
-                now_ms(),
-                round(self.config.lease_ttl_s * 1000),
-                plan.next_offsets,
-                batch_id,
-                records=decoded.rows.num_rows,
-                dead_lettered=len(decoded.rejects),
-                query_id=self.query_id,
-                max_timestamp_ms=_newest(state.max_timestamp_ms, decoded.max_timestamp_ms),
+            # Built here, on the driver, so an unloadable schema fails as
+            # SchemaMismatch before any executor work.
+            RecordDecoder(state.schema, self.config.decode)
+            kept = records.where(_keep_condition(plan)) if self.config.exactly_once else records
+            decoded = kept.mapInArrow(
+                arrow_decoder(state.schema, self.config.decode),
+                from_arrow_schema(decoded_schema(state.schema)),
             )
+            # Read twice (rejects, then the append): decode once.
+            decoded.persist(StorageLevel.MEMORY_AND_DISK)
             try:
-                self._append(decoded, props)
-            except Exception as exc:  # any failed append: re-plan against the table
-                if attempt == MAX_ATTEMPTS:
-                    raise
-                log.warning(
-                    "batch %s: append failed (attempt %s), re-planning: %s",
+                decode_started = time.monotonic()
+                rejects, rows = self._decode(decoded)
+                decode_s = time.monotonic() - decode_started
+                self._dead_letter(rejects)
+                props = summary_properties(
+                    self.config.loader_id,
+                    now_ms(),
+                    round(self.config.lease_ttl_s * 1000),
+                    plan.next_offsets,
                     batch_id,
-                    attempt,
-                    _first_line(exc),
+                    records=rows,
+                    dead_lettered=len(rejects),
+                    query_id=self.query_id,
+                    max_timestamp_ms=_newest(state.max_timestamp_ms, batch_max_ts),
                 )
-                time.sleep(0.2 * attempt)
-                continue
+                append_started = time.monotonic()
+                try:
+                    self._append(decoded.where(F.col(REJECT_COLUMN).isNull()), props)
+                except Exception as exc:  # any failed append: re-plan against the table
+                    if attempt == MAX_ATTEMPTS:
+                        raise
+                    log.warning(
+                        "batch %s: append failed (attempt %s), re-planning: %s",
+                        batch_id,
+                        attempt,
+                        _first_line(exc),
+                    )
+                    # Back off: the usual cause on a small stack is a busy catalog
+                    # store (SQLite lock), which clears within seconds.
+                    time.sleep(min(4.0, 0.5 * 2 ** (attempt - 1)))
+                    continue
+            finally:
+                decoded.unpersist()
             self._last_offsets = plan.next_offsets
             self.commits += 1
-            self.metrics.rows_written.inc(decoded.rows.num_rows)
+            self.metrics.rows_written.inc(rows)
             log.info(
                 "batch %s: committed %s rows, %s dead letters, %s replayed "
-                "(collect %.2f s, decode %.2f s, total %.2f s)",
+                "(offsets %.2f s, decode %.2f s, append %.2f s, total %.2f s)",
                 batch_id,
-                decoded.rows.num_rows,
-                len(decoded.rejects),
-                decoded.skipped,
-                collected - started,
+                rows,
+                len(rejects),
+                plan.replayed if self.config.exactly_once else 0,
+                summarized - started,
                 decode_s,
+                time.monotonic() - append_started,
                 time.monotonic() - started,
             )
             if self._kill_after is not None and self.commits >= self._kill_after:
                 os.kill(os.getpid(), signal.SIGKILL)
             return
+
+    def _decode(self, decoded: DataFrame) -> tuple[tuple[Reject, ...], int]:
+        """Run the decoding job; return the batch's rejects and its count of valid rows."""
+        # One job fills the cache and brings back only the (normally few)
+        # malformed records; counting the valid rows then reads the cache.
+        reject_rows = decoded.where(F.col(REJECT_COLUMN).isNotNull()).select(REJECT_COLUMN)
+        rejects = rejects_from_rows(r[0].asDict(recursive=True) for r in reject_rows.collect())
+        rows = decoded.where(F.col(REJECT_COLUMN).isNull()).count()
+        return rejects, rows
 
     def _committed(self, state: TableState) -> Offsets:
         if not self.config.exactly_once:
@@ -200,20 +248,20 @@ class BatchSink:
             return self._last_offsets
         return state.committed.offsets
 
-    def _dead_letter(self, decoded: DecodedBatch) -> None:
-        if not decoded.rejects:
+    def _dead_letter(self, rejects: tuple[Reject, ...]) -> None:
+        if not rejects:
             return
         if self.dead_letters is None:
-            first = decoded.rejects[0]
+            first = rejects[0]
             # Raises PoisonMessage naming topic, partition, offset and reason.
             route_malformed(first.value, first.meta, first.error, None)
             raise AssertionError("route_malformed returned without a topic")  # pragma: no cover
-        self.dead_letters.send(decoded.rejects)
-        for reject in decoded.rejects:
+        self.dead_letters.send(rejects)
+        for reject in rejects:
             self.metrics.dead_lettered.labels(reason=reject.error.kind.value).inc()
 
-    def _append(self, decoded: DecodedBatch, props: dict[str, str]) -> None:
-        frame: Any = self.spark.createDataFrame(decoded.rows)
+    def _append(self, rows: DataFrame, props: dict[str, str]) -> None:
+        frame: Any = rows.drop(REJECT_COLUMN)
         # Rows arrive in Kafka order, not partition order: write with one open
         # file per table partition instead of shuffling and sorting them first.
         writer = (
@@ -228,10 +276,37 @@ class BatchSink:
         self.metrics.commit_seconds.observe(time.monotonic() - started)
 
 
-def _keep_from(committed: Offsets) -> Callable[[str, int, int], bool]:
-    def keep(topic: str, partition: int, offset: int) -> bool:
-        return offset >= committed.get(topic, {}).get(partition, -1)
+def _summarize(records: DataFrame) -> tuple[tuple[OffsetRange, ...], int, int | None]:
+    """Offset ranges per partition, record count and newest Kafka timestamp (one small job)."""
+    grouped = records.groupBy("topic", "partition").agg(
+        F.min("offset").alias("lo"),
+        F.max("offset").alias("hi"),
+        F.count(F.lit(1)).alias("n"),
+        F.max(F.unix_micros("timestamp")).alias("ts"),
+    )
+    ranges = []
+    count = 0
+    newest: int | None = None
+    for row in grouped.collect():
+        ranges.append(OffsetRange(row["topic"], row["partition"], row["lo"], row["hi"] + 1))
+        count += row["n"]
+        if row["ts"] is not None:
+            newest = _newest(newest, row["ts"] // 1000)
+    # The newest timestamp over all records equals the newest over the kept
+    # ones for the freshness metric: replayed records were committed before
+    # and are covered by the table's own max timestamp.
+    return tuple(sorted(ranges)), count, newest
 
+
+def _keep_condition(plan: BatchPlan) -> Column:
+    """A filter keeping the records at or above ``plan.keep_from`` (nothing when empty)."""
+    keep: Column = F.lit(False)
+    for (topic, partition), start in sorted(plan.keep_from.items()):
+        keep = keep | (
+            (F.col("topic") == topic)
+            & (F.col("partition") == partition)
+            & (F.col("offset") >= start)
+        )
     return keep
 
 

@@ -10,11 +10,19 @@ import pyarrow as pa
 from pyiceberg import types as it
 from pyiceberg.schema import Schema
 
-from loader.batch import decode_batch, offset_ranges
+from loader.batch import (
+    REJECT_COLUMN,
+    arrow_decoder,
+    decode_arrow,
+    decode_batch,
+    decoded_schema,
+    offset_ranges,
+    rejects_from_rows,
+)
 from loader.cli import _argv, configure_parser
 from loader.job import lag
 from loader.offsets import Lease, OffsetRange
-from loader.record import DecodeOptions
+from loader.record import DecodeOptions, RecordDecoder
 from loader.status import PartitionStatus, Status, format_status
 from loader.topics import EARLIEST, starting_offsets_json
 
@@ -69,6 +77,31 @@ def test_decode_batch_skips_what_the_table_already_holds() -> None:
 def test_empty_batch() -> None:
     assert offset_ranges(records([])) == ()
     assert decode_batch(records([]), SCHEMA, DecodeOptions()).rows.num_rows == 0
+
+
+def test_decode_arrow_marks_rejects_in_their_own_column() -> None:
+    batch = records([("t", 0, 5, row(5)), ("t", 0, 6, b"{bad"), ("t", 1, 9, None)])
+    out = decode_arrow(batch.to_batches()[0], RecordDecoder(SCHEMA, DecodeOptions()))
+    assert out.schema == decoded_schema(SCHEMA)
+    got = out.to_pylist()
+    assert got[0] == {"id": 5, "name": "n5", REJECT_COLUMN: None}
+    assert got[1]["id"] is None and got[1]["name"] is None
+    rejects = rejects_from_rows(r[REJECT_COLUMN] for r in got if r[REJECT_COLUMN] is not None)
+    assert [(r.meta.partition, r.meta.offset, r.error.kind.value) for r in rejects] == [
+        (0, 6, "invalid_json"),
+        (1, 9, decode_batch(batch, SCHEMA, DecodeOptions()).rejects[1].error.kind.value),
+    ]
+    first = rejects[0]
+    assert (first.value, first.meta.key, first.meta.headers) == (b"{bad", b"k", (("h", b"v"),))
+    epoch = int(dt.datetime(2024, 1, 1, tzinfo=dt.UTC).timestamp() * 1000)
+    assert first.meta.timestamp_ms == epoch + 6000
+
+
+def test_arrow_decoder_decodes_every_batch_it_is_given() -> None:
+    batches = records([("t", 0, o, row(o)) for o in range(3)]).to_batches(max_chunksize=2)
+    run = arrow_decoder(SCHEMA, DecodeOptions())
+    out = [r["id"] for b in run(iter(batches)) for r in b.to_pylist()]
+    assert out == [0, 1, 2]
 
 
 def test_starting_offsets_name_every_partition() -> None:

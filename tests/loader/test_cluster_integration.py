@@ -1,0 +1,252 @@
+"""Cluster mode: the loader submitted unchanged with spark-submit to a standalone Spark cluster.
+
+A standalone master and one worker (1 core, 1 GiB) are started from the
+pyspark package's own launch scripts, on loopback and fresh ports.  The loader
+is submitted as ``spark-submit --master spark://... --jars <provisioned jars>
+--py-files loader.zip loader/__main__.py run --config FILE``: the same entry
+point and configuration file as in local mode, with master and jars taken from
+the submit command.
+
+Executors decode records (``DataFrame.mapInArrow``), so they must import the
+``loader`` package.  The test ships it as a zip with ``--py-files``, as one
+would to a cluster whose machines do not have the project installed; the
+third-party libraries (pyarrow, pyiceberg) come from the interpreter named by
+``PYSPARK_PYTHON``, the project's virtualenv, on the worker.
+
+The S3 secret stays in the 0600 file the configuration names; nothing secret
+is on any command line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.loader.conftest import loader_env, query, reference_values, wait_until
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENT_ID = (("event_id", "VARCHAR"),)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def pyspark_home() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent
+
+
+def loader_zip(dest: Path) -> Path:
+    """The ``loader`` package as a zip for ``--py-files``."""
+    with zipfile.ZipFile(dest, "w") as zf:
+        for path in sorted((ROOT / "loader").rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                zf.write(path, path.relative_to(ROOT).as_posix())
+    return dest
+
+
+def spark_env(tmp: Path) -> dict[str, str]:
+    """Environment for the cluster daemons and spark-submit: loopback, our JDK and Python."""
+    from loader.spark import java_home
+
+    env = loader_env()
+    env.update(
+        {
+            "JAVA_HOME": str(java_home()),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_LOCAL_DIRS": str(tmp / "local"),
+            "SPARK_LOG_DIR": str(tmp / "logs"),
+            "SPARK_DAEMON_MEMORY": "256m",
+            "PYSPARK_PYTHON": sys.executable,
+            "PYSPARK_DRIVER_PYTHON": sys.executable,
+        }
+    )
+    env.pop("SPARK_HOME", None)  # the pyspark package's scripts find their own
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    return env
+
+
+class Daemon:
+    """A process started in its own process group, output in a log file."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], log: Path, cwd: Path) -> None:
+        self.log = log
+        self._out = log.open("ab")
+        self.proc = subprocess.Popen(
+            argv,
+            env=env,
+            cwd=cwd,
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 60) -> int | None:
+        """Signal the whole group, then SIGKILL it if it outlives ``timeout_s``."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, sig)
+        try:
+            return self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            return self.proc.wait(30)
+        finally:
+            # Children (executors, Python workers) may outlive the leader.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self._out.close()
+
+    def tail(self) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
+
+
+def python_children(pid: int) -> list[int]:
+    """Python processes started by ``pid`` (spark-submit's JVM starts the driver's Python)."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            if cmdline and Path(os.fsdecode(cmdline[0])).name.startswith("python"):
+                out.append(int(child))
+    return out
+
+
+def master_state(ui_port: int) -> dict[str, Any]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as resp:
+        state: dict[str, Any] = json.load(resp)
+    return state
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[tuple[str, int, dict[str, str]]]:
+    """A standalone master and one worker: yields (master URL, master UI port, env)."""
+    env = spark_env(tmp_path)
+    for sub in ("local", "logs", "work"):
+        (tmp_path / sub).mkdir()
+    port, ui, worker_ui = free_port(), free_port(), free_port()
+    spark_class = str(pyspark_home() / "bin" / "spark-class")
+    url = f"spark://127.0.0.1:{port}"
+    daemons = []
+    try:
+        daemons.append(
+            Daemon(
+                [
+                    spark_class,
+                    "org.apache.spark.deploy.master.Master",
+                    *("--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)),
+                ],
+                env,
+                tmp_path / "master.log",
+                tmp_path,
+            )
+        )
+        daemons.append(
+            Daemon(
+                [
+                    spark_class,
+                    "org.apache.spark.deploy.worker.Worker",
+                    url,
+                    *("--host", "127.0.0.1", "--webui-port", str(worker_ui)),
+                    *("--cores", "1", "--memory", "1g", "--work-dir", str(tmp_path / "work")),
+                ],
+                env,
+                tmp_path / "worker.log",
+                tmp_path,
+            )
+        )
+
+        def worker_alive() -> bool:
+            try:
+                return int(master_state(ui).get("aliveworkers", 0)) >= 1
+            except OSError:
+                return False
+
+        wait_until(worker_alive, 120, "the Spark worker to register", step_s=1)
+        yield url, ui, env
+    finally:
+        for daemon in reversed(daemons):
+            daemon.stop()
+
+
+def test_spark_submit_on_a_standalone_cluster_loads_exactly_once(
+    stack: Any,
+    cluster: tuple[str, int, dict[str, str]],
+    table_factory: Any,
+    topic_factory: Any,
+    produce: Any,
+    loader_config: Any,
+    tmp_path: Path,
+) -> None:
+    from loader.spark import default_jars
+
+    url, ui, env = cluster
+    table, topic = table_factory(extra_columns=EVENT_ID), topic_factory(partitions=2)
+    rows = [v for _, v in reference_values(400, seed=21)]
+    produce(topic, rows[:150], partition=0)
+    produce(topic, rows[150:300], partition=1)
+    loader_id = f"cluster-{time.monotonic_ns()}"
+    path, _ = loader_config(table, [topic], loader_id=loader_id)
+    submit = Daemon(
+        [
+            str(pyspark_home() / "bin" / "spark-submit"),
+            "--master",
+            url,
+            "--jars",
+            ",".join(default_jars()),
+            "--py-files",
+            str(loader_zip(tmp_path / "loader.zip")),
+            "--executor-memory",
+            "512m",
+            "--driver-memory",
+            "768m",
+            str(ROOT / "loader" / "__main__.py"),
+            "run",
+            "--config",
+            str(path),
+        ],
+        env,
+        tmp_path / "submit.log",
+        tmp_path,
+    )
+    try:
+
+        def loaded(n: int) -> bool:
+            if submit.proc.poll() is not None:
+                pytest.fail(f"loader exited with {submit.proc.returncode}:\n{submit.tail()}")
+            ((count,),) = query(stack, f"SELECT count(*) FROM {table}")
+            return bool(count >= n)
+
+        wait_until(lambda: loaded(300), 300, "300 rows via the cluster", step_s=2)
+        # The application ran on the standalone master, not in a local Spark.
+        apps = [a["name"] for a in master_state(ui).get("activeapps", [])]
+        assert f"icefloe-loader-{loader_id}" in apps, apps
+        produce(topic, rows[300:], partition=0)
+        wait_until(lambda: loaded(400), 180, "the next 100 rows", step_s=2)
+        # A graceful stop as an operator would: SIGTERM to the driver's Python
+        # (the loader's handler), which ends the application and spark-submit.
+        (driver,) = python_children(submit.proc.pid)
+        os.kill(driver, signal.SIGTERM)
+        assert submit.proc.wait(120) == 0, submit.tail()
+    finally:
+        submit.stop(signal.SIGKILL, timeout_s=10)
+    ((total, distinct),) = query(stack, f"SELECT count(*), count(DISTINCT event_id) FROM {table}")
+    assert (total, distinct) == (400, 400)
