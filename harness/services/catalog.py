@@ -47,7 +47,13 @@ class Catalog(LocalService):
     def environment(self) -> dict[str, str]:
         return {
             keys.CATALOG_IMPL: "org.apache.iceberg.jdbc.JdbcCatalog",
-            keys.CATALOG_URI: f"jdbc:sqlite:{self.state_dir / 'catalog.db'}",
+            # SQLite takes one writer at a time. Without a busy timeout, concurrent commits
+            # (the loader and Trino at once) fail at once with SQLITE_BUSY; one pooled
+            # connection serialises the catalog's own writes, WAL lets reads run beside them.
+            keys.CATALOG_URI: (
+                f"jdbc:sqlite:{self.state_dir / 'catalog.db'}?busy_timeout=30000&journal_mode=WAL"
+            ),
+            keys.CATALOG_CLIENTS: "1",
             keys.CATALOG_JDBC_USER: "icefloe",
             keys.CATALOG_JDBC_PASSWORD: "icefloe",
             keys.CATALOG_WAREHOUSE: f"s3://{keys.WAREHOUSE_BUCKET}/",
