@@ -724,6 +724,34 @@ def check_faults_exercised(
     )
 
 
+@checker("snapshots_expired")
+def check_snapshots_expired(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """Snapshot expiry really removed snapshots (so a pass of the other checks means something).
+
+    Reads the ``read``/``snapshots`` events the runner records around ``expire_snapshots``
+    (table snapshot count ``before`` and ``after``).
+
+    Returns:
+        ``valid`` when an expiry left fewer snapshots than it found, else ``unknown``.
+    """
+    reads = [e for e in select(history, "read", phase="ok") if e.name == "snapshots"]
+    stats = {"expiries": len(reads)}
+    for e in reads:
+        before, after = int(e.data.get("before", 0)), int(e.data.get("after", 0))
+        if after < before:
+            stats.update(before=before, after=after)
+            return CheckResult(
+                "snapshots_expired", VALID, f"snapshots {before} -> {after}", {}, stats
+            )
+    counts = ", ".join(f"{e.data.get('before')} -> {e.data.get('after')}" for e in reads)
+    return CheckResult(
+        "snapshots_expired", UNKNOWN, f"no expiry removed a snapshot ({counts or 'none ran'})",
+        {}, stats,
+    )  # fmt: skip
+
+
 def fault_windows(history: History) -> list[tuple[str, float, float | None]]:
     """(fault name, inject time, heal time or None) for every injection, for reports.
 

@@ -24,6 +24,9 @@ from harness.history import History
 from harness.process import ManagedProcess
 
 SECRET_ENV = "ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY"
+# The loader's test hook (loader/sink.py): SIGKILL itself right after its N-th Iceberg commit,
+# before Spark records the batch in its checkpoint - the worst moment for exactly-once.
+KILL_AFTER_COMMIT_ENV = "ICEFLOE_TEST_KILL_AFTER_COMMIT"
 # The loader logs this when its streaming query has started (loader/job.py).
 _STARTED_MARK = "icefloe.loader: starting "
 _S3_REGION = "us-east-1"
@@ -44,6 +47,11 @@ class LoaderSettings:
         transform: The ``[transform]`` table (unnest, case_from, case_to, projections).
         lease_ttl_s: The loader's lease.
         extra: Further top-level settings (e.g. ``max_record_bytes``).
+        kill_after_commit: Make the loader SIGKILL itself right after its N-th commit (the
+            loader's test hook), so a post-commit, pre-checkpoint crash happens for sure
+            instead of by luck of timing.
+        self_kills: How many starts (the first ones) get that hook; later starts run clean,
+            so a supervised loader can finish the run.
     """
 
     loader_id: str
@@ -56,6 +64,8 @@ class LoaderSettings:
     transform: Mapping[str, Any] = field(default_factory=dict)
     lease_ttl_s: float = 60.0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    kill_after_commit: int | None = None
+    self_kills: int = 1
 
 
 def _toml_value(value: Any) -> str:
@@ -192,6 +202,13 @@ class LoaderProcess:
             env = dict(os.environ)
             env[SECRET_ENV] = self.stack.credentials.secret_key.reveal()
             env.setdefault("PYTHONUNBUFFERED", "1")
+            env.pop(KILL_AFTER_COMMIT_ENV, None)
+            self_kill = (
+                self.settings.kill_after_commit is not None
+                and self.starts < self.settings.self_kills
+            )
+            if self_kill:
+                env[KILL_AFTER_COMMIT_ENV] = str(self.settings.kill_after_commit)
             mark = self.log_size()
             began = time.monotonic()
             self.history.record(
@@ -202,6 +219,7 @@ class LoaderProcess:
                 trigger_interval_s=self.settings.trigger_interval_s,
                 exactly_once=self.settings.exactly_once,
                 dead_letter_topic=self.settings.dead_letter_topic,
+                kill_after_commit=self.settings.kill_after_commit if self_kill else None,
             )
             argv = [sys.executable, "-m", "loader", "run", "-v", "--config", str(self.config_file)]
             pid = self.process.start(argv, env, Path.cwd())

@@ -223,6 +223,8 @@ class ScenarioRun:
             max_offsets_per_trigger=options.get("max_offsets_per_trigger"),
             transform=dict(options.get("transform", {})),
             extra={k: options[k] for k in ("max_record_bytes",) if k in options},
+            kill_after_commit=options.get("kill_after_commit"),
+            self_kills=int(options.get("self_kills", 1)),
         )
 
     # -- the run --------------------------------------------------------------
@@ -251,11 +253,8 @@ class ScenarioRun:
         try:
             self._setup()
             for step in self.scenario.steps:
-                if step.only_in_break is not None and (
-                    self.brk is None or self.brk.name != step.only_in_break
-                ):
-                    continue
-                self._step(step)
+                if step.runs_in(self.brk.name if self.brk else None):
+                    self._step(step)
             observed = self._collect()
             if self.brk is not None and self.brk.mutate:
                 observed = mutate(observed, self.brk.mutate)
@@ -304,9 +303,25 @@ class ScenarioRun:
         for future in admin.create_topics(topics, operation_timeout=30).values():
             future.result(timeout=30)
         columns = (("event_id", "VARCHAR"), *self.scenario.extra_columns)
-        self._sql(f"CREATE SCHEMA lake.{self.schema}")
+        try:
+            self._sql(f"CREATE SCHEMA lake.{self.schema}")
+        except Exception as exc:
+            if "ICEBERG_CATALOG_ERROR" not in str(exc):
+                raise
+            # The REST catalog keeps its state in SQLite; after a write collided with another
+            # ("database is locked") it can refuse every later write until restarted. A run
+            # that hit that has failed already; this one starts on a catalog that works.
+            self._restart_catalog(str(exc))
+            self._sql(f"CREATE SCHEMA IF NOT EXISTS lake.{self.schema}")
         self._sql(create_table_sql(self.table, columns))
         self.history.record("info", "info", "setup", topic=self.topic, table=self.table)
+
+    def _restart_catalog(self, reason: str) -> None:
+        self.history.record("info", "fail", "catalog_refuses_writes", error=reason[:300])
+        service = self.stack.service("catalog")
+        service.kill()
+        service.start()
+        self.history.record("info", "info", "catalog_restarted")
 
     def _teardown(self) -> None:
         self._probing = False
@@ -630,7 +645,14 @@ class ScenarioRun:
 
     def _do_expire_snapshots(self, step: Step) -> None:
         count = f"SELECT count(*) FROM {self._meta('snapshots')}"
+        # Expiring a table that has one snapshot removes nothing and proves nothing: wait
+        # until the loader has committed a few times (a first batch can take a minute).
+        wanted = int(step.get("min_snapshots", 1))
+        deadline = time.monotonic() + float(step.get("timeout_s", 240))
         before = self._sql_retrying(count)[0][0]
+        while before < wanted and time.monotonic() < deadline:
+            time.sleep(1.0)
+            before = self._sql_retrying(count)[0][0]
         # The catalog's minimum retention (7 d by default) is lowered for this session only.
         self._recorded_sql(
             "expire_snapshots",

@@ -59,11 +59,20 @@ class Step:
         do: The action (see :data:`STEP_KINDS`).
         params: Its parameters, variables already substituted.
         only_in_break: Run the step only under this break (``None``: normal runs and breaks).
+        not_in_break: Skip the step under this break (a break may replace part of the
+            timeline, e.g. a timed nemesis by a deterministic crash).
     """
 
     do: str
     params: Mapping[str, Any]
     only_in_break: str | None = None
+    not_in_break: str | None = None
+
+    def runs_in(self, break_name: str | None) -> bool:
+        """Whether the step belongs to a plain run (``None``) or to the named break's run."""
+        if self.only_in_break is not None and self.only_in_break != break_name:
+            return False
+        return self.not_in_break is None or self.not_in_break != break_name
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.params.get(key, default)
@@ -177,7 +186,8 @@ def parse(
         if do not in STEP_KINDS:
             raise ScenarioError(f"{name}: step {i}: unknown action {do!r}")
         only = raw.pop("only_in_break", None)
-        steps.append(Step(do, sub(raw, f"step {i} ({do})"), only))
+        skip = raw.pop("not_in_break", None)
+        steps.append(Step(do, sub(raw, f"step {i} ({do})"), only, skip))
     if not steps:
         raise ScenarioError(f"{name}: no steps")
     checks = []
@@ -203,8 +213,9 @@ def parse(
             expect["anomaly"],
         )
     for step in steps:
-        if step.only_in_break is not None and step.only_in_break not in breaks:
-            raise ScenarioError(f"{name}: a step names unknown break {step.only_in_break!r}")
+        for named in (step.only_in_break, step.not_in_break):
+            if named is not None and named not in breaks:
+                raise ScenarioError(f"{name}: a step names unknown break {named!r}")
     topic = doc.get("topic", {})
     table = doc.get("table", {})
     return Scenario(

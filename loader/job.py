@@ -240,7 +240,14 @@ class LoaderJob:
         deadline = time.monotonic() + self.stop_timeout_s
         while self.sink is not None and self.sink.in_batch and time.monotonic() < deadline:
             time.sleep(0.1)
-        self.query.stop()
+        try:
+            self.query.stop()
+        except Exception as exc:
+            # A stop signal sent to the whole process group reaches Spark's JVM too, whose own
+            # shutdown hook may stop the SparkContext first: the query is then stopped already.
+            if "stopped SparkContext" not in str(exc):
+                raise
+            log.info("Spark stopped before the query could be stopped; nothing left to stop")
 
     def _maintain(self) -> None:
         ttl_ms = round(self.config.lease_ttl_s * 1000)

@@ -360,3 +360,14 @@ def test_percentile_and_summarize() -> None:
     ok = run_check("exactly_once", EMPTY, VALID_LEDGER, Observed({f"id-{i}": 1 for i in range(5)}))
     bad = run_check("exactly_once", EMPTY, VALID_LEDGER, Observed())
     assert summarize([ok]) == VALID and summarize([ok, bad]) == INVALID
+
+
+def test_snapshots_expired_valid_only_when_expiry_removed_snapshots() -> None:
+    history = History()
+    history.record("read", "ok", "snapshots", before=1, after=1)
+    assert run_check("snapshots_expired", history, [], Observed()).verdict == UNKNOWN
+    history.record("read", "ok", "snapshots", before=5, after=1)
+    result = run_check("snapshots_expired", history, [], Observed())
+    assert result.verdict == VALID
+    assert result.stats["before"] == 5
+    assert run_check("snapshots_expired", History(), [], Observed()).verdict == UNKNOWN

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from harness import report
 from harness.checkers import CHECKERS, CheckResult
 from harness.history import History, select
+from harness.loader_process import KILL_AFTER_COMMIT_ENV, LoaderProcess, LoaderSettings
 from harness.runner import RunResult
 from harness.scenario import PROFILES, ScenarioError, discover, find, load, parse
 
@@ -47,11 +50,57 @@ def test_profiles_substitute_variables() -> None:
         ({**MINIMAL, "steps": []}, "no steps"),
         ({**MINIMAL, "breaks": {"b": {"expect": {"check": "x"}}}}, "expect needs"),
         ({**MINIMAL, "steps": [{"do": "sleep", "only_in_break": "b"}]}, "unknown break"),
+        ({**MINIMAL, "steps": [{"do": "sleep", "not_in_break": "b"}]}, "unknown break"),
     ],
 )
 def test_invalid_documents_are_refused(doc: dict, message: str) -> None:
     with pytest.raises(ScenarioError, match=message):
         parse(doc)
+
+
+def test_breaks_replace_steps_with_only_and_not_in_break() -> None:
+    doc = {
+        **MINIMAL,
+        "steps": [
+            {"do": "start_loader"},
+            {"do": "nemesis", "fault": "kill_loader", "not_in_break": "b"},
+            {"do": "await_loader_exit", "only_in_break": "b"},
+        ],
+        "breaks": {"b": {"expect": {"check": "exactly_once", "anomaly": "duplicated"}}},
+    }
+    steps = parse(doc).steps
+    assert [s.do for s in steps if s.runs_in(None)] == ["start_loader", "nemesis"]
+    assert [s.do for s in steps if s.runs_in("b")] == ["start_loader", "await_loader_exit"]
+
+
+def test_loader_self_kill_hook_reaches_only_the_first_starts(tmp_path: Path) -> None:
+    settings = LoaderSettings("l", "lake.s.t", ("t",), kill_after_commit=1, self_kills=1)
+    loader = LoaderProcess(settings, _FakeStack(), tmp_path, History(tmp_path / "h.jsonl"))
+    envs: list[dict[str, str]] = []
+
+    def fake_start(argv: list[str], env: dict[str, str], cwd: Path) -> int:
+        envs.append(env)
+        return 1
+
+    loader.process.start = fake_start  # type: ignore[method-assign]
+    loader._ensure_watcher = lambda: None  # type: ignore[method-assign]
+    loader.start(wait=False)
+    loader.start(wait=False)
+    assert envs[0][KILL_AFTER_COMMIT_ENV] == "1"
+    assert KILL_AFTER_COMMIT_ENV not in envs[1]
+    starts = [e.data for e in loader.history if e.name == "start"]
+    assert [d["kill_after_commit"] for d in starts] == [1, None]
+
+
+_FakeStack = functools.partial(
+    SimpleNamespace,
+    bootstrap_servers="localhost:1",
+    catalog_uri="http://localhost:2",
+    s3_endpoint="http://localhost:3",
+    credentials=SimpleNamespace(
+        access_key="a", secret_key=SimpleNamespace(reveal=lambda: "not-a-secret")
+    ),
+)
 
 
 def test_unknown_profile_is_refused() -> None:
