@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import jdk, keys
-from harness.readiness import HttpOk, Readiness
+from harness.readiness import HttpOk, Probe, Readiness
 from harness.services.base import LocalService, write_properties
 
 _PLUGINS = ("iceberg",)
@@ -151,4 +151,23 @@ class Trino(LocalService):
         }
 
     def readiness(self) -> Readiness:
-        return HttpOk(f"{self.url}/v1/info", accept=_started)
+        # `starting=false` comes before the node has announced itself to the coordinator's
+        # discovery; a query in that gap fails with NO_NODES_AVAILABLE. Ready means a query runs.
+        info = HttpOk(f"{self.url}/v1/info", accept=_started)
+
+        def select_one() -> bool:
+            if not info.ready():
+                return False
+            import trino
+
+            conn = trino.dbapi.connect(
+                host=self.config.host, port=self.config.trino_port, user="icefloe"
+            )
+            try:
+                cur = conn.cursor()
+                cur.execute("SELECT 1")
+                return bool(cur.fetchall() == [[1]])
+            finally:
+                conn.close()
+
+        return Probe(f"Trino at {self.url} runs SELECT 1", select_one)
