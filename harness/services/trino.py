@@ -151,23 +151,39 @@ class Trino(LocalService):
         }
 
     def readiness(self) -> Readiness:
-        # `starting=false` comes before the node has announced itself to the coordinator's
-        # discovery; a query in that gap fails with NO_NODES_AVAILABLE. Ready means a query runs.
-        info = HttpOk(f"{self.url}/v1/info", accept=_started)
+        return Probe(f"Trino at {self.url} scans {self._ready_table}", self._scans)
 
-        def select_one() -> bool:
-            if not info.ready():
-                return False
-            import trino
+    @property
+    def _ready_table(self) -> str:
+        return f"{keys.TRINO_CATALOG}.{keys.TRINO_READY_TABLE}"
 
-            conn = trino.dbapi.connect(
-                host=self.config.host, port=self.config.trino_port, user="icefloe"
-            )
+    def _scans(self) -> bool:
+        """Ready means a table scan on `lake` runs.
+
+        `starting=false`, `SELECT 1` and an active node in `system.runtime.nodes` all come before
+        the scheduler's node map for the catalog is filled; a scan in that gap fails with
+        NO_NODES_AVAILABLE. So the probe scans a one-row table it creates on first use.
+        """
+        if not HttpOk(f"{self.url}/v1/info", accept=_started).ready():
+            return False
+        import trino
+
+        conn = trino.dbapi.connect(
+            host=self.config.host, port=self.config.trino_port, user="icefloe"
+        )
+        try:
+            cur = conn.cursor()
             try:
-                cur = conn.cursor()
-                cur.execute("SELECT 1")
-                return bool(cur.fetchall() == [[1]])
-            finally:
-                conn.close()
-
-        return Probe(f"Trino at {self.url} runs SELECT 1", select_one)
+                cur.execute(f"SELECT count(*) FROM {self._ready_table}")
+                return bool(cur.fetchall()[0][0] >= 1)
+            except trino.exceptions.TrinoUserError as e:
+                if e.error_name not in ("TABLE_NOT_FOUND", "SCHEMA_NOT_FOUND"):
+                    raise
+            schema = self._ready_table.rsplit(".", 1)[0]
+            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+            cur.fetchall()
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {self._ready_table} AS SELECT true AS ready")
+            cur.fetchall()
+            return False
+        finally:
+            conn.close()
