@@ -124,6 +124,20 @@ def _landed(target: FaultTarget, snapshot: int | None) -> bool | None:
     return None if ids is None else snapshot in ids
 
 
+def _record_landed(target: FaultTarget, name: str, snapshot: int | None) -> bool | None:
+    """Record whether the commit a kill interrupted landed (known once the catalog answers)."""
+    landed = _landed(target, snapshot)
+    target.history.record(
+        "fault",
+        "info",
+        f"{name}.commit",
+        snapshot=snapshot,
+        landed=landed,
+        during_commit=landed is False,
+    )
+    return landed
+
+
 class LoaderKill:
     """kill -9 the loader (inject) and start it again (heal).
 
@@ -154,16 +168,7 @@ class LoaderKill:
         )
 
     def heal(self, target: FaultTarget) -> None:
-        # Whether the interrupted commit landed is known only once the catalog answers.
-        landed = _landed(target, self._snapshot)
-        target.history.record(
-            "fault",
-            "info",
-            f"{self.name}.commit",
-            snapshot=self._snapshot,
-            landed=landed,
-            during_commit=landed is False,
-        )
+        _record_landed(target, self.name, self._snapshot)
         target.history.record("fault", "invoke", f"{self.name}.heal")
         took = target.loader.start()
         target.history.record("fault", "ok", f"{self.name}.heal", seconds=round(took, 2))
@@ -202,15 +207,7 @@ class ServiceKill:
     def heal(self, target: FaultTarget) -> None:
         target.history.record("fault", "invoke", f"{self.name}.heal")
         took = target.stack.service(self.service).start()
-        landed = _landed(target, self._snapshot)
-        target.history.record(
-            "fault",
-            "info",
-            f"{self.name}.commit",
-            snapshot=self._snapshot,
-            landed=landed,
-            during_commit=landed is False,
-        )
+        landed = _record_landed(target, self.name, self._snapshot)
         target.history.record(
             "fault",
             "ok",

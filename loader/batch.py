@@ -35,21 +35,29 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KAFKA_COLUMNS",
+    "POSITION_COLUMN",
     "REJECT_COLUMN",
+    "BatchSide",
     "DecodedBatch",
     "Reject",
     "arrow_decoder",
     "decode_arrow",
     "decode_batch",
     "decoded_schema",
+    "merge_side",
     "offset_ranges",
     "rejects_from_rows",
+    "side_schema",
+    "side_summary",
 ]
 
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers")
 
 REJECT_COLUMN = "_icefloe_reject"
 """The column ``decode_arrow`` adds for malformed records (null for valid rows)."""
+
+POSITION_COLUMN = "_icefloe_position"
+"""The column ``decode_arrow`` adds for every record: topic, partition, offset, timestamp_ms."""
 
 
 @dataclass(frozen=True)
@@ -210,7 +218,49 @@ def decoded_schema(schema: Schema) -> pa.Schema:
 
     table = arrow_schema(schema)
     fields = [table.field(i).with_nullable(True) for i in range(len(table))]
-    return pa.schema([*fields, pa.field(REJECT_COLUMN, _reject_type())])
+    return pa.schema(
+        [
+            *fields,
+            pa.field(REJECT_COLUMN, _reject_type()),
+            pa.field(POSITION_COLUMN, _position_type(), nullable=False),
+        ]
+    )
+
+
+def _position_type() -> pa.DataType:
+    import pyarrow as pa
+
+    return pa.struct(
+        [
+            pa.field("topic", pa.string()),
+            pa.field("partition", pa.int32()),
+            pa.field("offset", pa.int64()),
+            pa.field("timestamp_ms", pa.int64()),
+        ]
+    )
+
+
+def _positions(records: pa.RecordBatch | pa.Table) -> pa.Array:
+    """The position struct of every record, built from its Kafka columns without Python."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def column(name: str) -> pa.Array:
+        c = records.column(name)
+        return c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c
+
+    ts = column("timestamp")
+    if pa.types.is_timestamp(ts.type):
+        ts = pc.cast(ts, pa.timestamp("ms", tz=ts.type.tz), safe=False).cast(pa.int64())
+    else:
+        ts = ts.cast(pa.int64())
+    arrays = [
+        column("topic").cast(pa.string()),
+        column("partition").cast(pa.int32()),
+        column("offset").cast(pa.int64()),
+        ts,
+    ]
+    return pa.StructArray.from_arrays(arrays, fields=list(_position_type()))
 
 
 def decode_arrow(records: pa.RecordBatch | pa.Table, decoder: RecordDecoder) -> pa.RecordBatch:
@@ -228,12 +278,22 @@ def decode_arrow(records: pa.RecordBatch | pa.Table, decoder: RecordDecoder) -> 
     import pyarrow as pa
 
     target = decoded_schema(decoder.schema)
-    nulls = dict.fromkeys(target.names[:-1])
-    out: list[dict[str, Any]] = []
-    decode = decoder.decode
-    for value, meta in _records(records):
+    nulls = dict.fromkeys(target.names[:-2])
+    values = records.column("value").to_pylist()
+    out: list[dict[str, Any] | None] = [None] * len(values)
+    strict: list[int] = []
+    fast = decoder.fast.decode if decoder.fast is not None else None
+    for i, value in enumerate(values):
+        row = fast(value) if fast is not None and value is not None else None
+        if row is None:
+            strict.append(i)
+        else:
+            out[i] = row
+    metas = _metas(records)
+    for i in strict:
+        value, meta = values[i], metas(i)
         try:
-            row = decode(value, meta)
+            out[i] = decoder.decode(value, meta)
         except MalformedRecord as error:
             reject = {
                 **error.as_dict(),
@@ -245,10 +305,9 @@ def decode_arrow(records: pa.RecordBatch | pa.Table, decoder: RecordDecoder) -> 
                 "value": value,
                 "headers": [{"key": k, "value": v} for k, v in meta.headers],
             }
-            out.append({**nulls, REJECT_COLUMN: reject})
-        else:
-            out.append(row)
-    return pa.RecordBatch.from_pylist(out, schema=target)
+            out[i] = {**nulls, REJECT_COLUMN: reject}
+    body = pa.RecordBatch.from_pylist(out, schema=pa.schema(list(target)[:-1]))
+    return pa.RecordBatch.from_arrays([*body.columns, _positions(records)], schema=target)
 
 
 def arrow_decoder(
@@ -274,6 +333,105 @@ def arrow_decoder(
             yield decode_arrow(batch, decoder)
 
     return run
+
+
+def side_schema() -> pa.Schema:
+    """What ``side_summary`` emits: per-partition ranges, and the rejects."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            pa.field("topic", pa.string()),
+            pa.field("partition", pa.int32()),
+            pa.field("lo", pa.int64()),
+            pa.field("hi", pa.int64()),
+            pa.field("n", pa.int64()),
+            pa.field("timestamp_ms", pa.int64()),
+            pa.field(REJECT_COLUMN, _reject_type()),
+        ]
+    )
+
+
+def side_summary(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """For ``mapInArrow`` over the decoded ``POSITION_COLUMN`` and ``REJECT_COLUMN``.
+
+    Emits, per input batch, one row per topic-partition (offset range, record
+    count, newest Kafka timestamp; reject null) and one row per malformed record
+    (the reject; the rest null), so one small collect gives the driver what it
+    needs to plan the commit. ``merge_side`` combines the rows.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    schema = side_schema()
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pos = batch.column(POSITION_COLUMN)
+        flat = pa.table({name: pos.field(name) for name in ("topic", "partition", "offset")})
+        flat = flat.append_column("ts", pos.field("timestamp_ms"))
+        grouped = flat.group_by(["topic", "partition"]).aggregate(
+            [("offset", "min"), ("offset", "max"), ("offset", "count"), ("ts", "max")]
+        )
+        n = grouped.num_rows
+        yield pa.RecordBatch.from_arrays(
+            [
+                grouped.column("topic").combine_chunks(),
+                grouped.column("partition").combine_chunks(),
+                grouped.column("offset_min").combine_chunks(),
+                grouped.column("offset_max").combine_chunks(),
+                grouped.column("offset_count").combine_chunks(),
+                grouped.column("ts_max").combine_chunks(),
+                pa.nulls(n, _reject_type()),
+            ],
+            schema=schema,
+        )
+        rejects = batch.column(REJECT_COLUMN).filter(pc.is_valid(batch.column(REJECT_COLUMN)))
+        if len(rejects):
+            k = len(rejects)
+            nulls = [pa.nulls(k, f.type) for f in list(schema)[:-1]]
+            yield pa.RecordBatch.from_arrays([*nulls, rejects], schema=schema)
+
+
+@dataclass(frozen=True)
+class BatchSide:
+    """A decoded micro-batch as the driver sees it (from ``merge_side``).
+
+    Attributes:
+        ranges: per partition, ``[lowest, highest + 1)`` of the decoded records.
+        count: how many records were decoded (valid and malformed).
+        max_timestamp_ms: the newest Kafka timestamp among them, or ``None``.
+        rejects: the malformed records, in (topic, partition, offset) order.
+    """
+
+    ranges: tuple[OffsetRange, ...]
+    count: int
+    max_timestamp_ms: int | None
+    rejects: tuple[Reject, ...]
+
+
+def merge_side(rows: Iterable[Mapping[str, Any]]) -> BatchSide:
+    """Combine ``side_summary`` rows (from all tasks) into one ``BatchSide``.
+
+    Args:
+        rows: the collected rows as mappings (``Row.asDict(recursive=True)``).
+    """
+    spans: dict[tuple[str, int], list[int]] = {}
+    count = 0
+    newest: int | None = None
+    rejects = []
+    for r in rows:
+        if r[REJECT_COLUMN] is not None:
+            rejects.append(r[REJECT_COLUMN])
+            continue
+        key = (r["topic"], r["partition"])
+        span = spans.setdefault(key, [r["lo"], r["hi"]])
+        span[0], span[1] = min(span[0], r["lo"]), max(span[1], r["hi"])
+        count += r["n"]
+        if r["timestamp_ms"] is not None and (newest is None or r["timestamp_ms"] > newest):
+            newest = r["timestamp_ms"]
+    ranges = tuple(sorted(OffsetRange(t, p, lo, hi + 1) for (t, p), (lo, hi) in spans.items()))
+    return BatchSide(ranges, count, newest, rejects_from_rows(rejects))
 
 
 def rejects_from_rows(rows: Iterable[Mapping[str, Any]]) -> tuple[Reject, ...]:
@@ -304,28 +462,32 @@ def _bytes(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
 
 
-def _records(records: pa.RecordBatch | pa.Table) -> Iterator[tuple[bytes | None, KafkaMeta]]:
-    columns = {name: records.column(name).to_pylist() for name in KAFKA_COLUMNS}
-    timestamps = _epoch_ms(records.column("timestamp"))
-    for i, (value, topic, partition, offset) in enumerate(
-        zip(
-            columns["value"],
-            columns["topic"],
-            columns["partition"],
-            columns["offset"],
-            strict=True,
-        )
-    ):
+def _metas(records: pa.RecordBatch | pa.Table) -> Callable[[int], KafkaMeta]:
+    """``index -> KafkaMeta`` for the records; columns are converted on first use."""
+    columns: dict[str, list[Any]] = {}
+
+    def meta(i: int) -> KafkaMeta:
+        if not columns:
+            columns.update({n: records.column(n).to_pylist() for n in KAFKA_COLUMNS})
+            columns["timestamp"] = _epoch_ms(records.column("timestamp"))
         headers = columns["headers"][i]
-        meta = KafkaMeta(
-            topic,
-            partition,
-            offset,
-            timestamps[i],
+        return KafkaMeta(
+            columns["topic"][i],
+            columns["partition"][i],
+            columns["offset"][i],
+            columns["timestamp"][i],
             columns["key"][i],
             tuple((h["key"], h["value"]) for h in headers) if headers else (),
         )
-        yield value, meta
+
+    return meta
+
+
+def _records(records: pa.RecordBatch | pa.Table) -> Iterator[tuple[bytes | None, KafkaMeta]]:
+    values = records.column("value").to_pylist()
+    meta = _metas(records)
+    for i, value in enumerate(values):
+        yield value, meta(i)
 
 
 def _epoch_ms(column: Any) -> list[int | None]:

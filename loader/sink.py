@@ -2,32 +2,34 @@
 
 For every micro-batch Spark hands over, the sink:
 
-1. summarizes the batch's Kafka columns with one small Spark aggregation:
-   per partition the offset range, the record count and the newest Kafka
-   timestamp (no record values leave the executors);
-2. reads the table afresh (``TableView.state``): the current schema, the
+1. reads the table afresh (``TableView.state``): the current schema, the
    offsets committed by the newest loader snapshot of the lineage, the leases;
-3. stops with ``ConcurrentLoader`` if another loader's lease is live;
-4. plans the batch against the committed offsets (``plan_batch``), filters out
-   records below them with a Spark filter (a replayed batch, a restart after a
-   kill between the Iceberg commit and the checkpoint write), and decodes the
-   rest in the executors (``mapInArrow`` with ``batch.arrow_decoder``) against
-   the current schema; the decoded batch is cached, as it is read twice;
-5. collects only the malformed records to the driver and sends them to the
-   dead-letter topic, waiting for Kafka's acknowledgement, or, without a
-   dead-letter topic, raises ``PoisonMessage`` for the first one, so nothing
-   of the batch is committed;
-6. appends the valid rows as ONE Iceberg snapshot whose summary carries the
-   next offsets of every partition, the loader id, the lease and the newest
-   Kafka timestamp (``offsets.summary_properties``), even when no row is
-   valid, so the offsets of dead-lettered records are committed too.
+2. stops with ``ConcurrentLoader`` if another loader's lease is live;
+3. filters out, with a Spark filter, the records below the committed offsets
+   (a replayed batch, a restart after a kill between the Iceberg commit and the
+   checkpoint write), and decodes the rest in the executors (``mapInArrow``
+   with ``batch.arrow_decoder``) against the current schema; the decoded batch
+   is cached, as it is read twice;
+4. in the same Spark job, summarizes each task's decoded output in Arrow
+   (``batch.side_summary``: per partition the offset range, the record count
+   and the newest Kafka timestamp, plus the malformed records) and collects
+   only that to the driver, which plans the commit (``plan_batch``);
+5. sends the malformed records to the dead-letter topic, waiting for Kafka's
+   acknowledgement, or, without a dead-letter topic, raises ``PoisonMessage``
+   for the first one, so nothing of the batch is committed;
+6. appends the valid rows from the cache as ONE Iceberg snapshot whose summary
+   carries the next offsets of every partition, the loader id, the lease and
+   the newest Kafka timestamp (``offsets.summary_properties``), even when no
+   row is valid, so the offsets of dead-lettered records are committed too.
+
+Two Spark jobs per batch: decode-and-summarize, then the append.
 
 A failed append (a conflict with a concurrent compaction, a column dropped
 between reading the schema and writing, an unknown commit state) is retried
 from step 2: re-planning against the refreshed table is what makes the retry
 safe whether or not the failed commit landed.
 
-With ``exactly_once = false`` step 4's filter is skipped: every record Spark
+With ``exactly_once = false`` step 3's filter is skipped: every record Spark
 replays is written again (used to prove the checks work).
 """
 
@@ -47,18 +49,20 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from loader import keys
 from loader.batch import (
     KAFKA_COLUMNS,
+    POSITION_COLUMN,
     REJECT_COLUMN,
+    BatchSide,
     Reject,
     arrow_decoder,
     decoded_schema,
-    rejects_from_rows,
+    merge_side,
+    side_schema,
+    side_summary,
 )
 from loader.config import LoaderConfig
 from loader.deadletter import DeadLetterProducer
 from loader.metrics import LoaderMetrics
 from loader.offsets import (
-    BatchPlan,
-    OffsetRange,
     Offsets,
     check_lease,
     plan_batch,
@@ -139,11 +143,8 @@ class BatchSink:
     def _process(self, df: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         records = df.select(*KAFKA_COLUMNS)
-        ranges, count, batch_max_ts = _summarize(records)
-        if count == 0:
-            return
-        summarized = time.monotonic()
         for attempt in range(1, MAX_ATTEMPTS + 1):
+            state_started = time.monotonic()
             state = self.view.state()
             self.last_state = state
             check_lease(
@@ -154,34 +155,36 @@ class BatchSink:
                 skew_ms=1000,
             )
             committed = self._committed(state)
-            plan = plan_batch(committed, ranges)
-            for gap in plan.gaps:
-                log.warning(
-                    "offsets %s..%s of %s/%s were never loaded (Kafka retention or a "
-                    "non-dense topic)",
-                    gap.committed,
-                    gap.start - 1,
-                    gap.topic,
-                    gap.partition,
-                )
-            if self.config.exactly_once and plan.skip:
-                log.info("batch %s: all %s records already committed", batch_id, count)
-                return
             # Built here, on the driver, so an unloadable schema fails as
             # SchemaMismatch before any executor work.
             RecordDecoder(state.schema, self.config.decode)
-            kept = records.where(_keep_condition(plan)) if self.config.exactly_once else records
+            exactly_once = self.config.exactly_once
+            kept = records.where(_keep_condition(committed)) if exactly_once else records
             decoded = kept.mapInArrow(
                 arrow_decoder(state.schema, self.config.decode),
                 from_arrow_schema(decoded_schema(state.schema)),
             )
-            # Read twice (rejects, then the append): decode once.
+            # Read twice (the side summary, then the append): decode once.
             decoded.persist(StorageLevel.MEMORY_AND_DISK)
             try:
                 decode_started = time.monotonic()
-                rejects, rows = self._decode(decoded)
+                side = self._side(decoded)
                 decode_s = time.monotonic() - decode_started
-                self._dead_letter(rejects)
+                if side.count == 0:
+                    log.info("batch %s: every record is already committed", batch_id)
+                    return
+                plan = plan_batch(committed, side.ranges)
+                for gap in plan.gaps:
+                    log.warning(
+                        "offsets %s..%s of %s/%s were never loaded (Kafka retention or a "
+                        "non-dense topic)",
+                        gap.committed,
+                        gap.start - 1,
+                        gap.topic,
+                        gap.partition,
+                    )
+                self._dead_letter(side.rejects)
+                rows = side.count - len(side.rejects)
                 props = summary_properties(
                     self.config.loader_id,
                     now_ms(),
@@ -189,9 +192,9 @@ class BatchSink:
                     plan.next_offsets,
                     batch_id,
                     records=rows,
-                    dead_lettered=len(rejects),
+                    dead_lettered=len(side.rejects),
                     query_id=self.query_id,
-                    max_timestamp_ms=_newest(state.max_timestamp_ms, batch_max_ts),
+                    max_timestamp_ms=_newest(state.max_timestamp_ms, side.max_timestamp_ms),
                 )
                 append_started = time.monotonic()
                 try:
@@ -215,13 +218,12 @@ class BatchSink:
             self.commits += 1
             self.metrics.rows_written.inc(rows)
             log.info(
-                "batch %s: committed %s rows, %s dead letters, %s replayed "
-                "(offsets %.2f s, decode %.2f s, append %.2f s, total %.2f s)",
+                "batch %s: committed %s rows, %s dead letters "
+                "(table state %.2f s, decode %.2f s, append %.2f s, total %.2f s)",
                 batch_id,
                 rows,
-                len(rejects),
-                plan.replayed if self.config.exactly_once else 0,
-                summarized - started,
+                len(side.rejects),
+                decode_started - state_started,
                 decode_s,
                 time.monotonic() - append_started,
                 time.monotonic() - started,
@@ -230,14 +232,17 @@ class BatchSink:
                 os.kill(os.getpid(), signal.SIGKILL)
             return
 
-    def _decode(self, decoded: DataFrame) -> tuple[tuple[Reject, ...], int]:
-        """Run the decoding job; return the batch's rejects and its count of valid rows."""
-        # One job fills the cache and brings back only the (normally few)
-        # malformed records; counting the valid rows then reads the cache.
-        reject_rows = decoded.where(F.col(REJECT_COLUMN).isNotNull()).select(REJECT_COLUMN)
-        rejects = rejects_from_rows(r[0].asDict(recursive=True) for r in reject_rows.collect())
-        rows = decoded.where(F.col(REJECT_COLUMN).isNull()).count()
-        return rejects, rows
+    def _side(self, decoded: DataFrame) -> BatchSide:
+        """Run the decoding job; bring back offset ranges, counts and rejects only.
+
+        One Spark job reads Kafka, decodes in the executors, fills the cache and
+        summarizes each task's output in Arrow; the rows themselves stay in the
+        executors until the append reads them from the cache.
+        """
+        side = decoded.select(POSITION_COLUMN, REJECT_COLUMN).mapInArrow(
+            side_summary, from_arrow_schema(side_schema())
+        )
+        return merge_side(r.asDict(recursive=True) for r in side.collect())
 
     def _committed(self, state: TableState) -> Offsets:
         if not self.config.exactly_once:
@@ -261,7 +266,7 @@ class BatchSink:
             self.metrics.dead_lettered.labels(reason=reject.error.kind.value).inc()
 
     def _append(self, rows: DataFrame, props: dict[str, str]) -> None:
-        frame: Any = rows.drop(REJECT_COLUMN)
+        frame: Any = rows.drop(REJECT_COLUMN, POSITION_COLUMN)
         # Rows arrive in Kafka order, not partition order: write with one open
         # file per table partition instead of shuffling and sorting them first.
         writer = (
@@ -276,38 +281,21 @@ class BatchSink:
         self.metrics.commit_seconds.observe(time.monotonic() - started)
 
 
-def _summarize(records: DataFrame) -> tuple[tuple[OffsetRange, ...], int, int | None]:
-    """Offset ranges per partition, record count and newest Kafka timestamp (one small job)."""
-    grouped = records.groupBy("topic", "partition").agg(
-        F.min("offset").alias("lo"),
-        F.max("offset").alias("hi"),
-        F.count(F.lit(1)).alias("n"),
-        F.max(F.unix_micros("timestamp")).alias("ts"),
-    )
-    ranges = []
-    count = 0
-    newest: int | None = None
-    for row in grouped.collect():
-        ranges.append(OffsetRange(row["topic"], row["partition"], row["lo"], row["hi"] + 1))
-        count += row["n"]
-        if row["ts"] is not None:
-            newest = _newest(newest, row["ts"] // 1000)
-    # The newest timestamp over all records equals the newest over the kept
-    # ones for the freshness metric: replayed records were committed before
-    # and are covered by the table's own max timestamp.
-    return tuple(sorted(ranges)), count, newest
+def _keep_condition(committed: Offsets) -> Column:
+    """A filter keeping the records the table does not hold yet.
 
-
-def _keep_condition(plan: BatchPlan) -> Column:
-    """A filter keeping the records at or above ``plan.keep_from`` (nothing when empty)."""
+    A record is kept when its partition has no committed offset or its offset is
+    at or above it; everything below was committed by an earlier snapshot (a
+    replayed batch, a restart after a kill between the commit and the checkpoint).
+    """
+    known: Column = F.lit(False)
     keep: Column = F.lit(False)
-    for (topic, partition), start in sorted(plan.keep_from.items()):
-        keep = keep | (
-            (F.col("topic") == topic)
-            & (F.col("partition") == partition)
-            & (F.col("offset") >= start)
-        )
-    return keep
+    for topic, partitions in sorted(committed.items()):
+        for partition, done in sorted(partitions.items()):
+            here = (F.col("topic") == topic) & (F.col("partition") == partition)
+            known = known | here
+            keep = keep | (here & (F.col("offset") >= done))
+    return keep | ~known
 
 
 def _newest(a: int | None, b: int | None) -> int | None:

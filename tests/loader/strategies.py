@@ -86,6 +86,26 @@ type_specs = st.recursive(
 
 root_specs = _fields(type_specs, 1, 6)
 
+# What the fast path (loader.fastpath) reads: these types at any depth, plus text-converted
+# types (timestamptz, timestamp, date) as top-level columns.
+FAST_NESTED = ("boolean", "int", "long", "double", "string")
+fast_type_specs = st.recursive(
+    st.sampled_from(FAST_NESTED).map(lambda k: (k,)),
+    lambda children: st.one_of(
+        st.tuples(st.just("list"), children, st.booleans()),
+        st.tuples(st.just("map"), children, st.booleans()),
+        _fields(children, 1, 4).map(lambda fs: ("struct", fs)),
+    ),
+    max_leaves=8,
+)
+fast_root_specs = _fields(
+    st.one_of(
+        fast_type_specs, st.sampled_from(("timestamptz", "timestamp", "date")).map(lambda k: (k,))
+    ),
+    1,
+    6,
+)
+
 
 def to_iceberg(spec: tuple[Any, ...], ids: itertools.count[int]) -> it.IcebergType:
     kind = spec[0]
@@ -228,18 +248,21 @@ def _value(
     tokens: tuple[str | int, ...],
     path: str,
     sites: list[Site],
+    plain: bool = False,
 ) -> tuple[Any, Any]:
     sites.append(Site(tokens, path, spec, required))
     kind = spec[0]
     if kind == "list":
-        items = []
-        nodes = []
+        items: list[Any] = []
+        nodes: list[Any] = []
         for index in range(draw(st.integers(0, 3))):
             if not spec[2] and draw(st.integers(0, 4)) == 0:
                 items.append(None)
                 nodes.append(None)
                 continue
-            v, n = _value(draw, spec[1], spec[2], (*tokens, index), f"{path}[{index}]", sites)
+            v, n = _value(
+                draw, spec[1], spec[2], (*tokens, index), f"{path}[{index}]", sites, plain
+            )
             items.append(v)
             nodes.append(n)
         return items, nodes
@@ -252,10 +275,10 @@ def _value(
                 out[key] = node[key] = None
                 continue
             sub = f"{path}[{json.dumps(key, ensure_ascii=False)}]"
-            out[key], node[key] = _value(draw, spec[1], spec[2], (*tokens, key), sub, sites)
+            out[key], node[key] = _value(draw, spec[1], spec[2], (*tokens, key), sub, sites, plain)
         return out, node
     if kind == "struct":
-        return _struct(draw, spec[1], tokens, path, sites)
+        return _struct(draw, spec[1], tokens, path, sites, plain)
     return _primitive(draw, spec)
 
 
@@ -265,12 +288,14 @@ def _struct(
     tokens: tuple[str | int, ...],
     path: str,
     sites: list[Site],
+    plain: bool = False,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A struct's expected value and JSON node; ``plain`` keeps exact key names, no extras."""
     out: dict[str, Any] = {}
     node: dict[str, Any] = {}
     for name, spec, required in fields:
         # Names are unique lower-case, so any re-casing still matches one field.
-        key = draw(st.sampled_from([name, name.upper(), name.capitalize()]))
+        key = name if plain else draw(st.sampled_from([name, name.upper(), name.capitalize()]))
         presence = "value" if required else draw(st.sampled_from(["value", "null", "missing"]))
         if presence == "missing":
             out[name] = None
@@ -278,18 +303,21 @@ def _struct(
             out[name] = node[key] = None
         else:
             out[name], node[key] = _value(
-                draw, spec, required, (*tokens, key), _child(path, name), sites
+                draw, spec, required, (*tokens, key), _child(path, name), sites, plain
             )
-    if draw(st.booleans()):
+    if not plain and draw(st.booleans()):
         node["Extra-Key!"] = {"ignored": [1, 2.5, "x"]}  # never a field name
     return out, node
 
 
 @st.composite
-def documents(draw: Any) -> Document:
-    fields = draw(root_specs)
+def documents(
+    draw: Any, roots: st.SearchStrategy[Any] = root_specs, plain: bool = False
+) -> Document:
+    """A schema and one document for it; ``plain``: exact key names and no extra keys."""
+    fields = draw(roots)
     sites: list[Site] = []
-    expected, tree = _struct(draw, fields, (), "", sites)
+    expected, tree = _struct(draw, fields, (), "", sites, plain)
     return Document(fields, to_schema(fields), tree, expected, sites)
 
 
@@ -368,3 +396,13 @@ def plant(tree: Any, tokens: tuple[str | int, ...], node: Any) -> Any:
         copy = list(tree)
     copy[head] = plant(tree[head], rest, node)
     return copy
+
+
+def mutated(doc: Document, data: Any) -> tuple[bytes, str, Site]:
+    """``doc`` with one site's value replaced by a bad one: (payload, error kind, site)."""
+    site = data.draw(st.sampled_from(doc.sites))
+    candidates = bad_values(site.spec)
+    if site.required:
+        candidates.append((None, "missing_required"))
+    bad, kind = data.draw(st.sampled_from(candidates))
+    return dumps(plant(doc.json_tree, site.tokens, bad)).encode(), kind, site

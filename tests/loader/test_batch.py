@@ -11,13 +11,16 @@ from pyiceberg import types as it
 from pyiceberg.schema import Schema
 
 from loader.batch import (
+    POSITION_COLUMN,
     REJECT_COLUMN,
     arrow_decoder,
     decode_arrow,
     decode_batch,
     decoded_schema,
+    merge_side,
     offset_ranges,
     rejects_from_rows,
+    side_summary,
 )
 from loader.cli import _argv, configure_parser
 from loader.job import lag
@@ -84,7 +87,10 @@ def test_decode_arrow_marks_rejects_in_their_own_column() -> None:
     out = decode_arrow(batch.to_batches()[0], RecordDecoder(SCHEMA, DecodeOptions()))
     assert out.schema == decoded_schema(SCHEMA)
     got = out.to_pylist()
-    assert got[0] == {"id": 5, "name": "n5", REJECT_COLUMN: None}
+    epoch = int(dt.datetime(2024, 1, 1, tzinfo=dt.UTC).timestamp() * 1000)
+    position = {"topic": "t", "partition": 0, "offset": 5, "timestamp_ms": epoch + 5000}
+    assert got[0] == {"id": 5, "name": "n5", REJECT_COLUMN: None, POSITION_COLUMN: position}
+    assert [r[POSITION_COLUMN]["offset"] for r in got] == [5, 6, 9]
     assert got[1]["id"] is None and got[1]["name"] is None
     rejects = rejects_from_rows(r[REJECT_COLUMN] for r in got if r[REJECT_COLUMN] is not None)
     assert [(r.meta.partition, r.meta.offset, r.error.kind.value) for r in rejects] == [
@@ -93,8 +99,42 @@ def test_decode_arrow_marks_rejects_in_their_own_column() -> None:
     ]
     first = rejects[0]
     assert (first.value, first.meta.key, first.meta.headers) == (b"{bad", b"k", (("h", b"v"),))
-    epoch = int(dt.datetime(2024, 1, 1, tzinfo=dt.UTC).timestamp() * 1000)
     assert first.meta.timestamp_ms == epoch + 6000
+
+
+def test_side_summary_gives_ranges_counts_and_rejects_across_tasks() -> None:
+    decoder = RecordDecoder(SCHEMA, DecodeOptions())
+    # Two tasks: partition 0 split over two Arrow batches, partition 1 in another task.
+    task_a = [
+        decode_arrow(records([("t", 0, 5, row(5)), ("t", 0, 6, b"{bad")]).to_batches()[0], decoder),
+        decode_arrow(records([("t", 0, 7, row(7))]).to_batches()[0], decoder),
+    ]
+    task_b = [
+        decode_arrow(records([("t", 1, 9, None), ("u", 0, 2, row(2))]).to_batches()[0], decoder)
+    ]
+    emitted = [
+        b
+        for task in (task_a, task_b)
+        for b in side_summary(t.select([POSITION_COLUMN, REJECT_COLUMN]) for t in task)
+    ]
+    side = merge_side(r for b in emitted for r in b.to_pylist())
+    assert side.ranges == (
+        OffsetRange("t", 0, 5, 8),
+        OffsetRange("t", 1, 9, 10),
+        OffsetRange("u", 0, 2, 3),
+    )
+    assert side.count == 5
+    epoch = int(dt.datetime(2024, 1, 1, tzinfo=dt.UTC).timestamp() * 1000)
+    assert side.max_timestamp_ms == epoch + 9000
+    assert [(r.meta.topic, r.meta.partition, r.meta.offset) for r in side.rejects] == [
+        ("t", 0, 6),
+        ("t", 1, 9),
+    ]
+
+
+def test_side_summary_of_nothing_is_empty() -> None:
+    side = merge_side([])
+    assert (side.ranges, side.count, side.max_timestamp_ms, side.rejects) == ((), 0, None, ())
 
 
 def test_arrow_decoder_decodes_every_batch_it_is_given() -> None:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from loader.errors import MalformedRecord
 from loader.parse import parse_row
-from tests.loader.strategies import Document, bad_values, documents, dumps, plant
+from tests.loader.strategies import Document, documents, mutated
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -48,12 +48,7 @@ def test_round_trip(doc: Document) -> None:
 @given(documents(), st.data())
 def test_mutation_fails_at_its_path(doc: Document, data: st.DataObject) -> None:
     assume(doc.sites)
-    site = data.draw(st.sampled_from(doc.sites))
-    candidates = bad_values(site.spec)
-    if site.required:
-        candidates.append((None, "missing_required"))
-    bad, kind = data.draw(st.sampled_from(candidates))
-    payload = dumps(plant(doc.json_tree, site.tokens, bad)).encode()
+    payload, kind, site = mutated(doc, data)
     with pytest.raises(MalformedRecord) as info:
         parse_row(payload, doc.schema)
     assert (info.value.kind, info.value.path) == (kind, site.path), info.value
