@@ -140,39 +140,19 @@ def decode_batch(
 
     decoder = RecordDecoder(schema, options)
     ranges = offset_ranges(records)
-    columns = {name: records.column(name).to_pylist() for name in KAFKA_COLUMNS}
-    timestamps = _epoch_ms(records.column("timestamp"))
     rows: list[dict[str, Any]] = []
     rejects: list[Reject] = []
     skipped = 0
     max_ts: int | None = None
-    decode = decoder.decode
-    for i, (value, topic, partition, offset) in enumerate(
-        zip(
-            columns["value"],
-            columns["topic"],
-            columns["partition"],
-            columns["offset"],
-            strict=True,
-        )
-    ):
-        if keep is not None and not keep(topic, partition, offset):
+    for value, meta in _records(records):
+        if keep is not None and not keep(meta.topic, meta.partition, meta.offset):
             skipped += 1
             continue
-        ts = timestamps[i]
-        headers = columns["headers"][i]
-        meta = KafkaMeta(
-            topic,
-            partition,
-            offset,
-            ts,
-            columns["key"][i],
-            tuple((h["key"], h["value"]) for h in headers) if headers else (),
-        )
+        ts = meta.timestamp_ms
         if ts is not None and (max_ts is None or ts > max_ts):
             max_ts = ts
         try:
-            rows.append(decode(value, meta))
+            rows.append(decoder.decode(value, meta))
         except MalformedRecord as error:
             rejects.append(Reject(value, meta, error))
     rejects.sort(key=lambda r: (r.meta.topic, r.meta.partition, r.meta.offset))

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loader import keys
 from loader.errors import ConfigError
 from loader.parse import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH
 from loader.record import DecodeOptions
@@ -160,6 +161,7 @@ class KafkaConfig:
             "kafka.bootstrap.servers": self.bootstrap,
             "startingOffsets": self.starting_offsets,
             "includeHeaders": "true",
+            **keys.KAFKA_CONSUMER_TUNING,
         }
         if self.topics:
             opts["subscribe"] = ",".join(self.topics)

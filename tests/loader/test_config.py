@@ -194,6 +194,7 @@ def test_sasl_ssl_passthrough(tmp_path: Path) -> None:
     assert opts["kafka.ssl.truststore.location"] == str(ca)
     assert opts["kafka.ssl.keystore.key"] == "-----key-----\n"
     assert opts["subscribe"] == "events"
+    assert opts["kafka.max.poll.records"] == "10000"  # the consumer tuning rides along
     producer = cfg.kafka.producer_config()
     assert producer["sasl.password"] == PASSWORD
     assert producer["ssl.key.location"] == str(key)

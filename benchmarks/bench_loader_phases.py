@@ -1,0 +1,157 @@
+"""Where a loader batch's time goes: each phase as a Spark batch read of one Kafka topic.
+
+Needs the stack up (``icefloe up``). Publishes ``--rows`` reference rows to a new
+2-partition topic, then times, ``--repeat`` times each:
+
+* reading the topic (``count()``) with the Kafka client's defaults and with
+  ``loader.keys.KAFKA_CONSUMER_TUNING``;
+* decoding (``mapInArrow`` with the loader's decoder) without a cache, then counting;
+* decoding, caching and summarizing (what the sink's first job does);
+* appending the cached rows to an Iceberg table (the sink's second job).
+
+Usage: ``python benchmarks/bench_loader_phases.py [--rows 50000] [--repeat 3]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench_loader import _config, _sql, _topic, _values
+
+from harness.reference import create_table_sql
+from harness.stack import Stack
+from loader import keys
+from loader.batch import (
+    KAFKA_COLUMNS,
+    POSITION_COLUMN,
+    REJECT_COLUMN,
+    arrow_decoder,
+    decoded_schema,
+    merge_side,
+    side_schema,
+    side_summary,
+)
+from loader.record import DecodeOptions
+
+
+def _publish(stack: Stack, topic: str, values: list[bytes]) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {"bootstrap.servers": stack.bootstrap_servers, "linger.ms": 50, "compression.type": "lz4"}
+    )
+    for i, value in enumerate(values):
+        while True:
+            try:
+                producer.produce(topic, value, partition=i % 2)
+                break
+            except BufferError:
+                producer.poll(0.1)
+    producer.flush(60)
+
+
+def _timed(label: str, run: Callable[[], Any], repeat: int) -> None:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    print(f"{label:48s} " + "  ".join(f"{t:5.2f} s" for t in times), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=50_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from loader.spark import session
+
+    stack = Stack()
+    schema_name = f"phases_{uuid.uuid4().hex[:6]}"
+    table = f"lake.{schema_name}.t"
+    _sql(stack, f"CREATE SCHEMA lake.{schema_name}")
+    _sql(stack, create_table_sql(table))
+    topic = _topic(stack, 2)
+    _publish(stack, topic, _values(args.rows, 1.0))
+    print(f"{args.rows:,} reference rows in 2 partitions; seconds per run:")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        secret = Path(tmp) / "s3-secret"
+        secret.touch(mode=0o600)
+        secret.write_text(stack.credentials.secret_key.reveal())
+        spark = session(_config(stack, secret, table, topic))
+        table_schema = stack.pyiceberg_catalog().load_table(f"{schema_name}.t").schema()
+        decoder = arrow_decoder(table_schema, DecodeOptions())
+        decoded_type = from_arrow_schema(decoded_schema(table_schema))
+
+        def kafka(tuned: bool = True) -> Any:
+            reader = (
+                spark.read.format("kafka")
+                .option("kafka.bootstrap.servers", stack.bootstrap_servers)
+                .option("subscribe", topic)
+                .option("includeHeaders", "true")
+                .option("startingOffsets", "earliest")
+                .option("endingOffsets", "latest")
+            )
+            for key, value in (keys.KAFKA_CONSUMER_TUNING if tuned else {}).items():
+                reader = reader.option(key, value)
+            return reader.load().select(*KAFKA_COLUMNS)
+
+        def summarize(decoded: Any) -> Any:
+            side = decoded.select(POSITION_COLUMN, REJECT_COLUMN).mapInArrow(
+                side_summary, from_arrow_schema(side_schema())
+            )
+            return merge_side(r.asDict(recursive=True) for r in side.collect())
+
+        def cached_then_append() -> None:
+            decoded = kafka().mapInArrow(decoder, decoded_type)
+            decoded.persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                summarize(decoded)
+                started = time.perf_counter()
+                (
+                    decoded.where(F.col(REJECT_COLUMN).isNull())
+                    .drop(REJECT_COLUMN, POSITION_COLUMN)
+                    .writeTo(table)
+                    .option("distribution-mode", "none")
+                    .option("fanout-enabled", "true")
+                    .append()
+                )
+                print(f"{'  of which the append':48s} {time.perf_counter() - started:5.2f} s")
+            finally:
+                decoded.unpersist()
+
+        _timed("read Kafka, client defaults", lambda: kafka(tuned=False).count(), args.repeat)
+        _timed("read Kafka, tuned", lambda: kafka().count(), args.repeat)
+        _timed(
+            "decode, no cache, count",
+            lambda: kafka().mapInArrow(decoder, decoded_type).count(),
+            args.repeat,
+        )
+
+        def cached_summary() -> None:
+            decoded = kafka().mapInArrow(decoder, decoded_type)
+            decoded.persist(StorageLevel.MEMORY_AND_DISK)
+            summarize(decoded)
+            decoded.unpersist()
+
+        _timed("decode, cache, summarize (the sink's 1st job)", cached_summary, args.repeat)
+        _timed("decode, cache, summarize, append", cached_then_append, args.repeat)
+        spark.stop()
+    _sql(stack, f"DROP TABLE {table}")
+    _sql(stack, f"DROP SCHEMA lake.{schema_name}")
+
+
+if __name__ == "__main__":
+    main()
