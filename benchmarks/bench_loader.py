@@ -123,15 +123,10 @@ def bench_decode(values: list[bytes]) -> float:
     return n / (time.perf_counter() - start)
 
 
-def bench_throughput(
-    stack: Stack, secret: Path, spark: Any, schema: str, values: list[bytes], per_trigger: int
-) -> tuple[float, int, int]:
-    """Sustained rows/s after warm-up, rows loaded, batches."""
+def publish_alternating(stack: Stack, topic: str, values: list[bytes]) -> None:
+    """Publish ``values`` to partitions 0 and 1 of ``topic`` in turn, and wait for all."""
     from confluent_kafka import Producer
 
-    table = f"lake.{schema}.tput_{uuid.uuid4().hex[:6]}"
-    _sql(stack, create_table_sql(table))
-    topic = _topic(stack, 2)
     producer = Producer(
         {"bootstrap.servers": stack.bootstrap_servers, "linger.ms": 50, "compression.type": "lz4"}
     )
@@ -143,6 +138,17 @@ def bench_throughput(
             except BufferError:
                 producer.poll(0.1)
     producer.flush(60)
+
+
+def bench_throughput(
+    stack: Stack, secret: Path, spark: Any, schema: str, values: list[bytes], per_trigger: int
+) -> tuple[float, int, int]:
+    """Sustained rows/s after warm-up, rows loaded, batches."""
+
+    table = f"lake.{schema}.tput_{uuid.uuid4().hex[:6]}"
+    _sql(stack, create_table_sql(table))
+    topic = _topic(stack, 2)
+    publish_alternating(stack, topic, values)
     config = _config(
         stack,
         secret,

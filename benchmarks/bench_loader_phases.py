@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench_loader import _config, _sql, _topic, _values
+from bench_loader import _config, _sql, _topic, _values, publish_alternating
 
 from harness.reference import create_table_sql
 from harness.stack import Stack
@@ -38,22 +38,6 @@ from loader.batch import (
     side_summary,
 )
 from loader.record import DecodeOptions
-
-
-def _publish(stack: Stack, topic: str, values: list[bytes]) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer(
-        {"bootstrap.servers": stack.bootstrap_servers, "linger.ms": 50, "compression.type": "lz4"}
-    )
-    for i, value in enumerate(values):
-        while True:
-            try:
-                producer.produce(topic, value, partition=i % 2)
-                break
-            except BufferError:
-                producer.poll(0.1)
-    producer.flush(60)
 
 
 def _timed(label: str, run: Callable[[], Any], repeat: int) -> None:
@@ -83,7 +67,7 @@ def main() -> None:
     _sql(stack, f"CREATE SCHEMA lake.{schema_name}")
     _sql(stack, create_table_sql(table))
     topic = _topic(stack, 2)
-    _publish(stack, topic, _values(args.rows, 1.0))
+    publish_alternating(stack, topic, _values(args.rows, 1.0))
     print(f"{args.rows:,} reference rows in 2 partitions; seconds per run:")
 
     with tempfile.TemporaryDirectory() as tmp:
