@@ -840,7 +840,10 @@ def spark_schema(schema: Schema) -> st.StructType:
             # TIME arrived in Spark 4.1; older Spark has no type to hold it.
             time_type = getattr(st, "TimeType", None)
             if time_type is None:
-                raise SchemaMismatch("this Spark version has no TIME type for Iceberg time")
+                raise SchemaMismatch(
+                    "the table has an Iceberg time column and this Spark version has no TIME "
+                    "type to load it into (Spark 4.1 has one)"
+                )
             return time_type(6)  # type: ignore[no-any-return]
         simple: dict[type[it.IcebergType], Callable[[], st.DataType]] = {
             it.BooleanType: st.BooleanType,

@@ -68,6 +68,7 @@ from loader.offsets import (
     plan_batch,
     summary_properties,
 )
+from loader.parse import spark_schema
 from loader.record import RecordDecoder, route_malformed
 from loader.table import TableState, TableView, now_ms
 
@@ -156,8 +157,10 @@ class BatchSink:
             )
             committed = self._committed(state)
             # Built here, on the driver, so an unloadable schema fails as
-            # SchemaMismatch before any executor work.
+            # SchemaMismatch before any executor work (spark_schema: a type this
+            # Spark cannot hold, such as time before Spark 4.1).
             RecordDecoder(state.schema, self.config.decode)
+            spark_schema(state.schema)
             exactly_once = self.config.exactly_once
             kept = records.where(_keep_condition(committed)) if exactly_once else records
             decoded = kept.mapInArrow(
