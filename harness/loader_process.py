@@ -22,11 +22,9 @@ from typing import Any
 
 from harness.history import History
 from harness.process import ManagedProcess
+from loader.faultpoints import KILL_AFTER_COMMIT_ENV
 
 SECRET_ENV = "ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY"
-# The loader's test hook (loader/sink.py): SIGKILL itself right after its N-th Iceberg commit,
-# before Spark records the batch in its checkpoint - the worst moment for exactly-once.
-KILL_AFTER_COMMIT_ENV = "ICEFLOE_TEST_KILL_AFTER_COMMIT"
 # The loader logs this when its streaming query has started (loader/job.py).
 _STARTED_MARK = "icefloe.loader: starting "
 _S3_REGION = "us-east-1"

@@ -36,8 +36,6 @@ replays is written again (used to prove the checks work).
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -61,6 +59,7 @@ from loader.batch import (
 )
 from loader.config import LoaderConfig
 from loader.deadletter import DeadLetterProducer
+from loader.faultpoints import FaultPoints
 from loader.metrics import LoaderMetrics
 from loader.offsets import (
     Offsets,
@@ -75,16 +74,11 @@ from loader.table import TableState, TableView, now_ms
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-__all__ = ["KILL_AFTER_COMMIT_ENV", "BatchSink"]
+__all__ = ["BatchSink"]
 
 log = logging.getLogger("icefloe.loader")
 
 MAX_ATTEMPTS = 4
-
-KILL_AFTER_COMMIT_ENV = "ICEFLOE_TEST_KILL_AFTER_COMMIT"
-"""Fault hook for tests: ``N`` makes the loader SIGKILL itself right after its
-N-th Iceberg commit, before Spark writes the checkpoint's commit log: the
-worst moment for exactly-once."""
 
 
 class BatchSink:
@@ -124,8 +118,7 @@ class BatchSink:
         self.last_state: TableState | None = None
         self._last_offsets: Offsets | None = None
         self._lock = threading.Lock()
-        kill = os.environ.get(KILL_AFTER_COMMIT_ENV, "")
-        self._kill_after = int(kill) if kill.isdigit() else None
+        self.faults = FaultPoints.from_env()
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         """Process one micro-batch (Spark calls this on the driver)."""
@@ -231,8 +224,7 @@ class BatchSink:
                 time.monotonic() - append_started,
                 time.monotonic() - started,
             )
-            if self._kill_after is not None and self.commits >= self._kill_after:
-                os.kill(os.getpid(), signal.SIGKILL)
+            self.faults.committed(self.commits)
             return
 
     def _side(self, decoded: DataFrame) -> BatchSide:

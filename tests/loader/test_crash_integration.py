@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from loader.sink import KILL_AFTER_COMMIT_ENV
+from loader.faultpoints import KILL_AFTER_COMMIT_ENV
 from tests.loader.conftest import loader_env, query, reference_values, wait_until
 
 pytestmark = pytest.mark.integration
