@@ -30,40 +30,22 @@ import argparse
 import json
 import logging
 import statistics
-import tempfile
 import threading
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
-from harness.reference import create_table_sql
-from harness.stack import Stack
+from harness.loader_config import stack_loader_config
+from harness.stack.lakehouse import Stack
+from harness.stack.tables import create_table_sql
 from loader.batch import decode_arrow
-from loader.config import LoaderConfig, load_config
+from loader.config import LoaderConfig
 from loader.job import LoaderJob
 from loader.record import DecodeOptions, RecordDecoder
 
 
-def _config(stack: Stack, secret: Path, table: str, topic: str, **extra: Any) -> LoaderConfig:
-    lines = [
-        'loader_id = "bench"',
-        f'table = "{table}"',
-        "metrics_port = 0",
-        *(f"{k} = {json.dumps(v)}" for k, v in extra.items() if k != "kafka"),
-        "[kafka]",
-        f'bootstrap = "{stack.bootstrap_servers}"',
-        f'topics = ["{topic}"]',
-        *(f"{k} = {json.dumps(v)}" for k, v in extra.get("kafka", {}).items()),
-        "[catalog]",
-        f'uri = "{stack.catalog_uri}"',
-        f's3_endpoint = "{stack.s3_endpoint}"',
-        f's3_access_key = "{stack.credentials.access_key}"',
-        f's3_secret_key_file = "{secret}"',
-    ]
-    path = secret.parent / f"{topic}.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return load_config(path, env={})
+def _config(stack: Stack, table: str, topic: str, **settings: Any) -> LoaderConfig:
+    return stack_loader_config(stack, table, [topic], loader_id="bench", **settings)
 
 
 def _sql(stack: Stack, statement: str) -> list[Any]:
@@ -141,7 +123,7 @@ def publish_alternating(stack: Stack, topic: str, values: list[bytes]) -> None:
 
 
 def bench_throughput(
-    stack: Stack, secret: Path, spark: Any, schema: str, values: list[bytes], per_trigger: int
+    stack: Stack, spark: Any, schema: str, values: list[bytes], per_trigger: int
 ) -> tuple[float, int, int]:
     """Sustained rows/s after warm-up, rows loaded, batches."""
 
@@ -150,12 +132,7 @@ def bench_throughput(
     topic = _topic(stack, 2)
     publish_alternating(stack, topic, values)
     config = _config(
-        stack,
-        secret,
-        table,
-        topic,
-        trigger_interval="1s",
-        kafka={"max_offsets_per_trigger": per_trigger},
+        stack, table, topic, trigger_interval=1.0, kafka={"max_offsets_per_trigger": per_trigger}
     )
     job = LoaderJob(config, spark)
     marks: list[tuple[float, int]] = []
@@ -173,7 +150,7 @@ def bench_throughput(
 
 
 def bench_latency(
-    stack: Stack, secret: Path, spark: Any, schema: str, rate: int, seconds: int, window: float
+    stack: Stack, spark: Any, schema: str, rate: int, seconds: int, window: float
 ) -> list[float]:
     """Publish-to-visible-in-Trino latencies (seconds) at ``rate`` msg/s."""
     from confluent_kafka import Producer
@@ -181,7 +158,7 @@ def bench_latency(
     table = f"lake.{schema}.lat_{uuid.uuid4().hex[:6]}"
     _sql(stack, create_table_sql(table))
     topic = _topic(stack, 1)
-    config = _config(stack, secret, table, topic, trigger_interval="1s")
+    config = _config(stack, table, topic, trigger_interval=1.0)
     job = LoaderJob(config, spark)
     job.start()
     # Warm up the query (Python workers, JIT) before measuring.
@@ -257,39 +234,31 @@ def main() -> None:
 
     from loader.spark import session
 
-    with tempfile.TemporaryDirectory() as tmp:
-        secret = Path(tmp) / "s3-secret"
-        secret.touch(mode=0o600)
-        secret.write_text(stack.credentials.secret_key.reveal())
-        schema = f"bench_{uuid.uuid4().hex[:6]}"
-        _sql(stack, f"CREATE SCHEMA lake.{schema}")
-        spark = session(_config(stack, secret, f"lake.{schema}.x", "x"))
-        try:
-            if not args.skip_throughput:
-                rate, rows, batches = bench_throughput(
-                    stack, secret, spark, schema, values, args.per_trigger
-                )
-                print(
-                    f"sustained load: {rate:,.0f} rows/s ({rows:,} rows in {batches} commits, "
-                    f"{args.per_trigger:,} per trigger, local[2])"
-                )
-            if not args.skip_latency:
-                lat = sorted(
-                    bench_latency(
-                        stack, secret, spark, schema, args.rate, args.seconds, args.window_days
-                    )
-                )
-                p50 = statistics.median(lat)
-                p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
-                print(
-                    f"publish-to-visible in Trino at {args.rate} msg/s, 1 s trigger: "
-                    f"p50 {p50:.2f} s, p99 {p99:.2f} s, max {lat[-1]:.2f} s ({len(lat)} messages)"
-                )
-        finally:
-            spark.stop()
-            for (name,) in _sql(stack, f"SHOW TABLES FROM lake.{schema}"):
-                _sql(stack, f"DROP TABLE lake.{schema}.{name}")
-            _sql(stack, f"DROP SCHEMA lake.{schema}")
+    schema = f"bench_{uuid.uuid4().hex[:6]}"
+    _sql(stack, f"CREATE SCHEMA lake.{schema}")
+    spark = session(_config(stack, f"lake.{schema}.x", "x"))
+    try:
+        if not args.skip_throughput:
+            rate, rows, batches = bench_throughput(stack, spark, schema, values, args.per_trigger)
+            print(
+                f"sustained load: {rate:,.0f} rows/s ({rows:,} rows in {batches} commits, "
+                f"{args.per_trigger:,} per trigger, local[2])"
+            )
+        if not args.skip_latency:
+            lat = sorted(
+                bench_latency(stack, spark, schema, args.rate, args.seconds, args.window_days)
+            )
+            p50 = statistics.median(lat)
+            p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+            print(
+                f"publish-to-visible in Trino at {args.rate} msg/s, 1 s trigger: "
+                f"p50 {p50:.2f} s, p99 {p99:.2f} s, max {lat[-1]:.2f} s ({len(lat)} messages)"
+            )
+    finally:
+        spark.stop()
+        for (name,) in _sql(stack, f"SHOW TABLES FROM lake.{schema}"):
+            _sql(stack, f"DROP TABLE lake.{schema}.{name}")
+        _sql(stack, f"DROP SCHEMA lake.{schema}")
 
 
 if __name__ == "__main__":

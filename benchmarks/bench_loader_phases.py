@@ -15,17 +15,15 @@ Usage: ``python benchmarks/bench_loader_phases.py [--rows 50000] [--repeat 3]``
 from __future__ import annotations
 
 import argparse
-import tempfile
 import time
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from bench_loader import _config, _sql, _topic, _values, publish_alternating
 
-from harness.reference import create_table_sql
-from harness.stack import Stack
+from harness.stack.lakehouse import Stack
+from harness.stack.tables import create_table_sql
 from loader import keys
 from loader.batch import (
     KAFKA_COLUMNS,
@@ -70,69 +68,65 @@ def main() -> None:
     publish_alternating(stack, topic, _values(args.rows, 1.0))
     print(f"{args.rows:,} reference rows in 2 partitions; seconds per run:")
 
-    with tempfile.TemporaryDirectory() as tmp:
-        secret = Path(tmp) / "s3-secret"
-        secret.touch(mode=0o600)
-        secret.write_text(stack.credentials.secret_key.reveal())
-        spark = session(_config(stack, secret, table, topic))
-        table_schema = stack.pyiceberg_catalog().load_table(f"{schema_name}.t").schema()
-        decoder = arrow_decoder(table_schema, DecodeOptions())
-        decoded_type = from_arrow_schema(decoded_schema(table_schema))
+    spark = session(_config(stack, table, topic))
+    table_schema = stack.pyiceberg_catalog().load_table(f"{schema_name}.t").schema()
+    decoder = arrow_decoder(table_schema, DecodeOptions())
+    decoded_type = from_arrow_schema(decoded_schema(table_schema))
 
-        def kafka(tuned: bool = True) -> Any:
-            reader = (
-                spark.read.format("kafka")
-                .option("kafka.bootstrap.servers", stack.bootstrap_servers)
-                .option("subscribe", topic)
-                .option("includeHeaders", "true")
-                .option("startingOffsets", "earliest")
-                .option("endingOffsets", "latest")
-            )
-            for key, value in (keys.KAFKA_CONSUMER_TUNING if tuned else {}).items():
-                reader = reader.option(key, value)
-            return reader.load().select(*KAFKA_COLUMNS)
-
-        def summarize(decoded: Any) -> Any:
-            side = decoded.select(POSITION_COLUMN, REJECT_COLUMN).mapInArrow(
-                side_summary, from_arrow_schema(side_schema())
-            )
-            return merge_side(r.asDict(recursive=True) for r in side.collect())
-
-        def cached_then_append() -> None:
-            decoded = kafka().mapInArrow(decoder, decoded_type)
-            decoded.persist(StorageLevel.MEMORY_AND_DISK)
-            try:
-                summarize(decoded)
-                started = time.perf_counter()
-                (
-                    decoded.where(F.col(REJECT_COLUMN).isNull())
-                    .drop(REJECT_COLUMN, POSITION_COLUMN)
-                    .writeTo(table)
-                    .option("distribution-mode", "none")
-                    .option("fanout-enabled", "true")
-                    .append()
-                )
-                print(f"{'  of which the append':48s} {time.perf_counter() - started:5.2f} s")
-            finally:
-                decoded.unpersist()
-
-        _timed("read Kafka, client defaults", lambda: kafka(tuned=False).count(), args.repeat)
-        _timed("read Kafka, tuned", lambda: kafka().count(), args.repeat)
-        _timed(
-            "decode, no cache, count",
-            lambda: kafka().mapInArrow(decoder, decoded_type).count(),
-            args.repeat,
+    def kafka(tuned: bool = True) -> Any:
+        reader = (
+            spark.read.format("kafka")
+            .option("kafka.bootstrap.servers", stack.bootstrap_servers)
+            .option("subscribe", topic)
+            .option("includeHeaders", "true")
+            .option("startingOffsets", "earliest")
+            .option("endingOffsets", "latest")
         )
+        for key, value in (keys.KAFKA_CONSUMER_TUNING if tuned else {}).items():
+            reader = reader.option(key, value)
+        return reader.load().select(*KAFKA_COLUMNS)
 
-        def cached_summary() -> None:
-            decoded = kafka().mapInArrow(decoder, decoded_type)
-            decoded.persist(StorageLevel.MEMORY_AND_DISK)
+    def summarize(decoded: Any) -> Any:
+        side = decoded.select(POSITION_COLUMN, REJECT_COLUMN).mapInArrow(
+            side_summary, from_arrow_schema(side_schema())
+        )
+        return merge_side(r.asDict(recursive=True) for r in side.collect())
+
+    def cached_then_append() -> None:
+        decoded = kafka().mapInArrow(decoder, decoded_type)
+        decoded.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
             summarize(decoded)
+            started = time.perf_counter()
+            (
+                decoded.where(F.col(REJECT_COLUMN).isNull())
+                .drop(REJECT_COLUMN, POSITION_COLUMN)
+                .writeTo(table)
+                .option("distribution-mode", "none")
+                .option("fanout-enabled", "true")
+                .append()
+            )
+            print(f"{'  of which the append':48s} {time.perf_counter() - started:5.2f} s")
+        finally:
             decoded.unpersist()
 
-        _timed("decode, cache, summarize (the sink's 1st job)", cached_summary, args.repeat)
-        _timed("decode, cache, summarize, append", cached_then_append, args.repeat)
-        spark.stop()
+    _timed("read Kafka, client defaults", lambda: kafka(tuned=False).count(), args.repeat)
+    _timed("read Kafka, tuned", lambda: kafka().count(), args.repeat)
+    _timed(
+        "decode, no cache, count",
+        lambda: kafka().mapInArrow(decoder, decoded_type).count(),
+        args.repeat,
+    )
+
+    def cached_summary() -> None:
+        decoded = kafka().mapInArrow(decoder, decoded_type)
+        decoded.persist(StorageLevel.MEMORY_AND_DISK)
+        summarize(decoded)
+        decoded.unpersist()
+
+    _timed("decode, cache, summarize (the sink's 1st job)", cached_summary, args.repeat)
+    _timed("decode, cache, summarize, append", cached_then_append, args.repeat)
+    spark.stop()
     _sql(stack, f"DROP TABLE {table}")
     _sql(stack, f"DROP SCHEMA lake.{schema_name}")
 

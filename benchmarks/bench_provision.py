@@ -15,9 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import keys
-from harness.layout import Layout
-from harness.provision import provision
+from harness.provision.go import ENV_NO_SYSTEM_GO
+from harness.provision.jdk import ENV_NO_SYSTEM_JDK
+from harness.provision.layout import Layout
+from harness.provision.steps import provision
 
 
 def main() -> None:
@@ -26,8 +27,8 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the cache for inspection")
     args = parser.parse_args()
     if args.no_system_tools:
-        os.environ[keys.ENV_NO_SYSTEM_JDK] = "1"
-        os.environ[keys.ENV_NO_SYSTEM_GO] = "1"
+        os.environ[ENV_NO_SYSTEM_JDK] = "1"
+        os.environ[ENV_NO_SYSTEM_GO] = "1"
     cache = Path(tempfile.mkdtemp(prefix="icefloe-cold-cache-"))
     try:
         started = time.monotonic()

@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import config
-from harness.stack import Stack
+from harness.stack import config
+from harness.stack.lakehouse import Stack
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """The loader as a supervised subprocess: write its config, start, kill -9, stop, restart.
 
 A :class:`LoaderProcess` runs ``python -m loader run --config FILE`` through
-:class:`~harness.process.ManagedProcess`, so it can be killed like any service. The S3 secret
+:class:`~harness.stack.process.ManagedProcess`, so it can be killed like any service. The S3 secret
 reaches it through the environment (``ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY``), never through
 the config file or argv. A watcher thread notices when the loader exits by itself and records
 that in the history with the exit code and the tail of its log; with ``restart_on_exit`` it
@@ -10,7 +10,6 @@ starts the loader again, as a supervisor (systemd, Kubernetes) would.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import threading
@@ -20,14 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.history import History
-from harness.process import ManagedProcess
+from harness.loader_config import stack_loader_config
+from harness.scenarios.history import History
+from harness.stack.process import ManagedProcess
+from loader.config import LoaderConfig, env_var
 from loader.faultpoints import KILL_AFTER_COMMIT_ENV
+from loader.settings import from_mapping
+from loader.transforms import Transform
 
-SECRET_ENV = "ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY"
+# The S3 secret reaches the loader through its environment, never its file or argv.
+SECRET_ENV = env_var("catalog.s3_secret_key")
 # The loader logs this when its streaming query has started (loader/job.py).
 _STARTED_MARK = "icefloe.loader: starting "
-_S3_REGION = "us-east-1"
 
 
 @dataclass(frozen=True)
@@ -66,76 +69,35 @@ class LoaderSettings:
     self_kills: int = 1
 
 
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return repr(value)
-    if isinstance(value, list | tuple):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(str(value))
-
-
-def _toml_table(name: str, values: Mapping[str, Any]) -> list[str]:
-    lines = [f"[{name}]"] if name else []
-    nested = []
-    for key, value in values.items():
-        if value is None:
-            continue
-        if isinstance(value, Mapping):
-            nested.append((f"{name}.{key}" if name else key, value))
-        else:
-            lines.append(f"{json.dumps(key)} = {_toml_value(value)}")
-    out = [*lines, ""]
-    for sub, inner in nested:
-        out += _toml_table(sub, inner)
-    return out
-
-
-def render_config(settings: LoaderSettings, stack: Any, checkpoint: Path) -> str:
-    """The loader's TOML file for one scenario on one stack (no secret in it).
+def loader_config(settings: LoaderSettings, stack: Any, checkpoint: Path) -> LoaderConfig:
+    """The loader configuration for one scenario on one stack.
 
     Args:
         settings: The scenario's loader settings.
-        stack: A :class:`harness.stack.Stack`.
+        stack: A :class:`harness.stack.lakehouse.Stack`.
         checkpoint: The Spark checkpoint directory.
 
     Returns:
-        The file's text.
+        The configuration; its TOML (``to_toml()``) carries no secret.
+
+    Raises:
+        loader.errors.ConfigError: A scenario setting the loader refuses.
     """
-    top: dict[str, Any] = {
-        "loader_id": settings.loader_id,
-        "table": settings.table,
-        "trigger_interval": f"{settings.trigger_interval_s:g}s",
-        "dead_letter_topic": settings.dead_letter_topic,
-        "metrics_port": 0,  # the default (9400) collides with other stacks' MinIO
-        "lease_ttl": f"{settings.lease_ttl_s:g}s",
-        "checkpoint_location": str(checkpoint),
-        "exactly_once": settings.exactly_once,
+    transform = from_mapping(Transform, settings.transform, "the scenario's [loader.transform]")
+    return stack_loader_config(
+        stack,
+        settings.table,
+        settings.topics,
+        kafka={"max_offsets_per_trigger": settings.max_offsets_per_trigger},
+        loader_id=settings.loader_id,
+        trigger_interval=settings.trigger_interval_s,
+        dead_letter_topic=settings.dead_letter_topic,
+        lease_ttl=settings.lease_ttl_s,
+        checkpoint_location=str(checkpoint),
+        exactly_once=settings.exactly_once,
+        transform=transform,
         **settings.extra,
-    }
-    kafka: dict[str, Any] = {
-        "bootstrap": stack.bootstrap_servers,
-        "topics": list(settings.topics),
-        "starting_offsets": "earliest",
-        "max_offsets_per_trigger": settings.max_offsets_per_trigger,
-    }
-    spark = {"master": "local[2]", "driver_memory": "1g", "shuffle_partitions": 2}
-    catalog = {
-        "uri": stack.catalog_uri,
-        "warehouse": "s3://warehouse/",
-        "s3_endpoint": stack.s3_endpoint,
-        "s3_access_key": stack.credentials.access_key,
-        "s3_region": _S3_REGION,
-        "s3_path_style": True,
-    }
-    lines = _toml_table("", top)
-    lines += _toml_table("kafka", kafka)
-    lines += _toml_table("spark", spark)
-    lines += _toml_table("catalog", catalog)
-    if settings.transform:
-        lines += _toml_table("transform", settings.transform)
-    return "\n".join(lines)
+    )
 
 
 class LoaderProcess:
@@ -194,9 +156,8 @@ class LoaderProcess:
         """
         with self._lock:
             self.state_dir.mkdir(parents=True, exist_ok=True)
-            self.config_file.write_text(
-                render_config(self.settings, self.stack, self.state_dir / "checkpoint")
-            )
+            config = loader_config(self.settings, self.stack, self.state_dir / "checkpoint")
+            self.config_file.write_text(config.to_toml())
             env = dict(os.environ)
             env[SECRET_ENV] = self.stack.credentials.secret_key.reveal()
             env.setdefault("PYTHONUNBUFFERED", "1")

@@ -4,6 +4,10 @@
 at the end of the session only if it started it, so `make up` followed by `make test` reuses
 a running stack. Factories give every test its own topic, schema and table names, so tests
 never share state. Set ICEFLOE_KEEP_STACK=1 to leave a stack started by the tests running.
+
+A test that asks for the stack (directly or through another fixture) must be marked
+`integration` or `scenario`: an unmarked one fails before its fixtures are set up, so
+`make test-unit` never starts a stack behind anyone's back.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from typing import Any
 
 import pytest
 
-from harness.reference import create_table_sql
+from harness.stack.tables import create_table_sql
 
 KEEP_STACK = "ICEFLOE_KEEP_STACK"
+STACK_MARKERS = ("integration", "scenario")
 
 
 def unique_name(prefix: str) -> str:
@@ -26,12 +31,26 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Fail an unmarked test that asks for the stack, before the stack could start."""
+    if "stack" not in getattr(item, "fixturenames", ()):
+        return
+    if not any(item.get_closest_marker(m) for m in STACK_MARKERS):
+        pytest.fail(
+            f"{item.nodeid} uses the stack but is not marked "
+            f"{' or '.join(STACK_MARKERS)}: mark it (pytestmark = pytest.mark.integration), "
+            "so that `make test-unit` does not start a stack",
+            pytrace=False,
+        )
+
+
 @pytest.fixture(scope="session")
 def stack() -> Iterator[Any]:
     """The local stack, started for the session if it was not running."""
-    from harness.layout import Layout
-    from harness.provision import provision
-    from harness.stack import Stack
+    from harness.provision.layout import Layout
+    from harness.provision.steps import provision
+    from harness.stack.lakehouse import Stack
 
     running = Stack()
     started_here = False

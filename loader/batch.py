@@ -1,18 +1,16 @@
 """Batch decoding: Kafka records (as Arrow) into rows of the table and rejects.
 
 Spark's Kafka source hands over the columns ``key``, ``value``, ``topic``,
-``partition``, ``offset``, ``timestamp`` and ``headers``.  Two entry points
-decode them with one ``RecordDecoder`` per schema version:
-
-* ``decode_arrow`` (what the loader runs, inside Spark's executors through
-  ``DataFrame.mapInArrow``, see ``arrow_decoder``): one Arrow record batch in,
-  one Arrow record batch out, shaped by ``decoded_schema``: the table's
-  columns plus ``REJECT_COLUMN``, a struct that is null for a valid row and,
-  for a malformed record, carries the error and everything the dead-letter
-  topic needs (the table's columns are then null).  ``rejects_from_rows``
-  turns the collected reject structs back into ``Reject`` objects.
-* ``decode_batch``: a whole batch on one process, returning rows, rejects and
-  offset ranges; used by the benchmark's decode-only measurement and tests.
+``partition``, ``offset``, ``timestamp`` and ``headers``.  ``decode_arrow``
+decodes them with one ``RecordDecoder`` per schema version, inside Spark's
+executors through ``DataFrame.mapInArrow`` (see ``arrow_decoder``): one Arrow
+record batch in, one Arrow record batch out, shaped by ``decoded_schema``: the
+table's columns plus ``REJECT_COLUMN``, a struct that is null for a valid row
+and, for a malformed record, carries the error and everything the dead-letter
+topic needs (the table's columns are then null), and ``POSITION_COLUMN``.
+``side_summary`` and ``merge_side`` bring the offset ranges, counts and
+rejects to the driver; ``rejects_from_rows`` turns the collected reject
+structs back into ``Reject`` objects.
 
 No Spark in here, so this is unit-tested with plain Arrow tables.
 """
@@ -38,14 +36,11 @@ __all__ = [
     "POSITION_COLUMN",
     "REJECT_COLUMN",
     "BatchSide",
-    "DecodedBatch",
     "Reject",
     "arrow_decoder",
     "decode_arrow",
-    "decode_batch",
     "decoded_schema",
     "merge_side",
-    "offset_ranges",
     "rejects_from_rows",
     "side_schema",
     "side_summary",
@@ -67,97 +62,6 @@ class Reject:
     value: bytes | None
     meta: KafkaMeta
     error: MalformedRecord
-
-
-@dataclass(frozen=True)
-class DecodedBatch:
-    """The outcome of decoding one micro-batch.
-
-    Attributes:
-        rows: the rows to append, typed by ``arrow_schema(schema)``.
-        rejects: malformed records, in (topic, partition, offset) order.
-        ranges: per partition, the offsets seen (all records, kept or not).
-        max_timestamp_ms: the newest Kafka timestamp among kept records, or ``None``.
-        skipped: records dropped because the table already holds them.
-    """
-
-    rows: pa.Table
-    rejects: tuple[Reject, ...]
-    ranges: tuple[OffsetRange, ...]
-    max_timestamp_ms: int | None
-    skipped: int
-
-
-def offset_ranges(records: pa.Table) -> tuple[OffsetRange, ...]:
-    """Per topic-partition, ``[min offset, max offset + 1)`` of the records.
-
-    Args:
-        records: Kafka records with ``topic``, ``partition`` and ``offset`` columns.
-
-    Returns:
-        One ``OffsetRange`` per partition present, sorted.
-    """
-    if records.num_rows == 0:
-        return ()
-    grouped = records.group_by(["topic", "partition"]).aggregate(
-        [("offset", "min"), ("offset", "max")]
-    )
-    out = [
-        OffsetRange(t, p, lo, hi + 1)
-        for t, p, lo, hi in zip(
-            grouped.column("topic").to_pylist(),
-            grouped.column("partition").to_pylist(),
-            grouped.column("offset_min").to_pylist(),
-            grouped.column("offset_max").to_pylist(),
-            strict=True,
-        )
-    ]
-    return tuple(sorted(out))
-
-
-def decode_batch(
-    records: pa.Table,
-    schema: Schema,
-    options: DecodeOptions,
-    keep: Callable[[str, int, int], bool] | None = None,
-) -> DecodedBatch:
-    """Decode a micro-batch of Kafka records against one table schema.
-
-    Args:
-        records: the Kafka source columns (``KAFKA_COLUMNS``).
-        schema: the table's current Iceberg schema.
-        options: decoding options from the configuration.
-        keep: ``(topic, partition, offset) -> bool``; records for which it is
-            false are skipped (already committed).  ``None`` keeps everything.
-
-    Returns:
-        The ``DecodedBatch``.
-
-    Raises:
-        SchemaMismatch: the schema cannot be loaded.
-    """
-    import pyarrow as pa
-
-    decoder = RecordDecoder(schema, options)
-    ranges = offset_ranges(records)
-    rows: list[dict[str, Any]] = []
-    rejects: list[Reject] = []
-    skipped = 0
-    max_ts: int | None = None
-    for value, meta in _records(records):
-        if keep is not None and not keep(meta.topic, meta.partition, meta.offset):
-            skipped += 1
-            continue
-        ts = meta.timestamp_ms
-        if ts is not None and (max_ts is None or ts > max_ts):
-            max_ts = ts
-        try:
-            rows.append(decoder.decode(value, meta))
-        except MalformedRecord as error:
-            rejects.append(Reject(value, meta, error))
-    rejects.sort(key=lambda r: (r.meta.topic, r.meta.partition, r.meta.offset))
-    table = pa.Table.from_pylist(rows, schema=arrow_schema(schema))
-    return DecodedBatch(table, tuple(rejects), ranges, max_ts, skipped)
 
 
 def _reject_type() -> pa.DataType:
@@ -461,13 +365,6 @@ def _metas(records: pa.RecordBatch | pa.Table) -> Callable[[int], KafkaMeta]:
         )
 
     return meta
-
-
-def _records(records: pa.RecordBatch | pa.Table) -> Iterator[tuple[bytes | None, KafkaMeta]]:
-    values = records.column("value").to_pylist()
-    meta = _metas(records)
-    for i, value in enumerate(values):
-        yield value, meta(i)
 
 
 def _epoch_ms(column: Any) -> list[int | None]:

@@ -1,10 +1,10 @@
 """Command line: ``icefloe load [run|status] --config FILE [--setting value ...]``.
 
-``add_parser(subparsers)`` registers the ``load`` sub-command on the
-``icefloe`` entry point and ``run(args)`` executes it; ``python -m loader``
-accepts the same arguments.  Every non-secret setting is also a flag
-(``--kafka-bootstrap``); see ``loader.config``.  Spark is imported only when
-the loader actually runs.
+``configure_parser(parser)`` adds the loader's arguments (every non-secret
+setting is a flag, ``--kafka-bootstrap``, with its help line; see
+``loader.config``) and ``run(args)`` executes them; ``python -m loader`` and
+``icefloe load`` (the harness's ``harness.cli.load``) use both. Spark is
+imported only when the loader actually runs.
 """
 
 from __future__ import annotations
@@ -12,15 +12,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
-from loader.config import cli_flags, load_config
+from loader.config import LoaderConfig, add_flags, from_args
 from loader.errors import LoaderError
 
-__all__ = ["add_parser", "build_parser", "configure_parser", "main", "run"]
-
-_DEST = "loader_setting__"
+__all__ = ["build_parser", "configure_parser", "main", "run"]
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -39,49 +36,20 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         default="run",
         help="run the loader (default) or print committed offsets, lag and freshness",
     )
-    parser.add_argument("--config", help="the loader's TOML file (else ICEFLOE_LOADER_CONFIG)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log every batch")
-    group = parser.add_argument_group("settings (override the file and the environment)")
-    for flag, key in cli_flags():
-        group.add_argument(flag, dest=_DEST + key, default=None, metavar="VALUE")
+    add_flags(parser.add_argument_group("settings (override the file and the environment)"))
     return parser
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``load`` on the entry point's sub-parsers.
-
-    Args:
-        subparsers: the object returned by ``ArgumentParser.add_subparsers()``.
-
-    Returns:
-        The new sub-parser (its default ``func`` is ``run``).
-    """
-    parser = subparsers.add_parser(
-        "load",
-        help="load Kafka JSON into an Iceberg table (Spark streaming), or show its status",
-        description="Stream JSON from Kafka into an Iceberg table, exactly once.",
-    )
-    configure_parser(parser)
-    parser.set_defaults(func=run)
-    return parser
-
-
-def _argv(args: argparse.Namespace) -> list[str]:
-    argv: list[str] = []
-    if args.config:
-        argv += ["--config", args.config]
-    for flag, key in cli_flags():
-        value = getattr(args, _DEST + key, None)
-        if value is not None:
-            argv += [flag, value]
-    return argv
-
-
-def run(args: argparse.Namespace) -> int:
+def run(
+    args: argparse.Namespace, prepare: Callable[[LoaderConfig], LoaderConfig] | None = None
+) -> int:
     """Execute ``load`` or ``load status``.
 
     Args:
         args: parsed by a parser set up with ``configure_parser``.
+        prepare: completes the loaded configuration before the loader runs with it (the
+            harness fills in the Spark runtime it provisioned).
 
     Returns:
         The exit code: 0 on a requested stop, 1 when the loader stopped on an error.
@@ -93,14 +61,18 @@ def run(args: argparse.Namespace) -> int:
     for noisy in ("py4j", "py4j.clientserver", "py4j.java_gateway"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        config = load_config(argv=_argv(args))
+        config = from_args(args)
         if args.action == "status":
             from loader.status import format_status, read_status
 
             print(format_status(read_status(config)))
             return 0
         from loader.job import LoaderJob
+        from loader.spark import check_runtime
 
+        if prepare is not None:
+            config = prepare(config)
+        check_runtime(config)
         return LoaderJob(config).run()
     except LoaderError as exc:
         print(f"icefloe load: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -1,112 +1,63 @@
-"""Configuration: one TOML file, then environment overrides, then CLI flags.
+"""Configuration: the loader's settings as one typed model, and how it is loaded.
 
-Every setting has a dotted key (``kafka.bootstrap``); the TOML file nests it
-(``[kafka] bootstrap = ...``), the environment spells it
-``ICEFLOE_LOADER_KAFKA_BOOTSTRAP`` and the command line ``--kafka-bootstrap``.
-Later layers win.  The file comes from ``--config``, else
-``ICEFLOE_LOADER_CONFIG``, else the ``path`` argument; no file is fine.
-Unknown keys and unknown ``ICEFLOE_LOADER_*`` variables are errors, so a typo
-never silently falls back to a default.
+``LoaderConfig`` and its sections (``KafkaConfig``, ``SparkConfig``, ``CatalogConfig`` and the
+``[transform]`` section, ``loader.transforms.Transform``) are frozen dataclasses whose fields
+are the settings: each default is written once, on its field, with a line saying what the
+setting does. From the fields come the TOML keys (``[kafka] bootstrap``), the environment
+variables (``ICEFLOE_LOADER_KAFKA_BOOTSTRAP``) and the flags (``--kafka-bootstrap``); see
+``loader.settings``.
 
-The merged settings are validated once into frozen dataclasses
-(``LoaderConfig``).  Secrets (Kafka password, TLS key password, S3 secret key)
-are ``Secret`` objects that print as ``********``; each can be given directly
-(file or environment, never on the command line, where ``ps`` would show it)
-or as ``<name>_file``, a path whose content is the secret.  If both forms are
-set, the one from the later layer wins; both in one layer is an error.
+``load_config`` layers a TOML file, then the environment, then flags; later layers win. The
+file comes from ``--config``, else ``ICEFLOE_LOADER_CONFIG``, else the ``path`` argument; no
+file is fine. Unknown keys and unknown ``ICEFLOE_LOADER_*`` variables are errors, so a typo
+never silently falls back to a default. Programs (the harness, tests, benchmarks) build the
+model directly and write it with ``to_toml()`` when a loader process needs a file.
 
-Environment and CLI values are strings: booleans are
-``true/false/yes/no/1/0``, lists are comma-separated (or a JSON array),
-``transform.projections`` is a JSON object ``{"column": "source"}``, durations
-are ``500ms``, ``5s``, ``2m``, ``1h`` or a number of seconds.
+Secrets (Kafka password, TLS key password, S3 secret key) are ``Secret`` objects that print as
+``********``; each can be given directly (file or environment, never on the command line,
+where ``ps`` would show it) or as ``<name>_file``, a path whose content is the secret. If both
+forms are set, the one from the later layer wins; both in one layer is an error.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
-import tomllib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loader import keys
+from loader import keys, settings
 from loader.errors import ConfigError
 from loader.parse import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH
 from loader.record import DecodeOptions
-from loader.transforms import CaseFormat, Projection, Transform
+from loader.secret import Secret
+from loader.settings import BOOLEAN, DURATION, INTEGER, STRINGS, Codec, Invalid, section, setting
+from loader.transforms import Transform
 
 __all__ = [
-    "ENV_PREFIX",
+    "CONFIG_ENV",
+    "DEFAULT_S3_REGION",
     "CatalogConfig",
     "KafkaConfig",
-    "KafkaSecurity",
     "LoaderConfig",
     "Secret",
     "SparkConfig",
     "TableId",
-    "cli_flags",
+    "add_flags",
+    "env_var",
+    "flag_values",
+    "from_args",
     "load_config",
 ]
 
-ENV_PREFIX = "ICEFLOE_LOADER_"
-CONFIG_ENV = ENV_PREFIX + "CONFIG"
-REDACTED = "********"
-
-
-class Secret:
-    """A secret value that never shows itself in ``repr``, ``str`` or f-strings.
-
-    Args:
-        value: the secret text.
-    """
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    @classmethod
-    def from_file(cls, path: str | os.PathLike[str]) -> Secret:
-        """Read a secret from a file (one trailing newline is dropped).
-
-        Raises:
-            ConfigError: the file cannot be read (the message names the path only).
-        """
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(
-                f"cannot read secret file {os.fspath(path)!r}: {exc.__class__.__name__}"
-            ) from None
-        return cls(text.removesuffix("\n").removesuffix("\r"))
-
-    def reveal(self) -> str:
-        """The secret text; pass it straight to the client that needs it."""
-        return self._value
-
-    def __repr__(self) -> str:
-        return REDACTED
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Spark pickles the configuration to executors; keep it working.
-        return (Secret, (self._value,))
-
-
-# ---------------------------------------------------------------------------
-# Validated configuration
-# ---------------------------------------------------------------------------
+CONFIG_ENV = settings.ENV_PREFIX + "CONFIG"
+DEFAULT_S3_REGION = "us-east-1"
+"""The region S3 clients sign for unless told otherwise (AWS's default, and MinIO's)."""
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -121,30 +72,102 @@ def _jaas_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-@dataclass(frozen=True)
-class KafkaSecurity:
-    """Kafka client security settings, passed through to Spark and to the producer."""
-
-    protocol: str = "PLAINTEXT"
-    sasl_mechanism: str | None = None
-    username: str | None = None
-    password: Secret | None = None
-    ssl_ca_file: str | None = None
-    ssl_cert_file: str | None = None
-    ssl_key_file: str | None = None
-    ssl_key_password: Secret | None = None
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path!r}: {exc.__class__.__name__}") from None
 
 
-@dataclass(frozen=True)
+def _check(ok: bool, field: str, message: str) -> None:
+    if not ok:
+        raise Invalid(field, message)
+
+
+@dataclass(frozen=True, kw_only=True)
 class KafkaConfig:
-    """Where to read from."""
+    """``[kafka]``: where to read from, and the client's security settings."""
 
-    bootstrap: str
-    topics: tuple[str, ...] = ()
-    pattern: str | None = None
-    starting_offsets: str = "earliest"
-    max_offsets_per_trigger: int | None = None
-    security: KafkaSecurity = KafkaSecurity()
+    bootstrap: str = setting(help="Kafka bootstrap servers, host:port[,host:port...]")
+    topics: tuple[str, ...] = setting((), codec=STRINGS, help="the topics to load (or pattern)")
+    pattern: str | None = setting(None, help="a regular expression naming the topics to load")
+    starting_offsets: str = setting(
+        "earliest",
+        help="where a table with nothing committed starts: earliest, latest or Spark JSON offsets",
+    )
+    max_offsets_per_trigger: int | None = setting(
+        None, codec=INTEGER, help="at most this many records per micro-batch"
+    )
+    security_protocol: str = setting("PLAINTEXT", help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
+    sasl_mechanism: str | None = setting(
+        None, help="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (with a SASL protocol)"
+    )
+    username: str | None = setting(None, help="the SASL user name")
+    password: Secret | None = setting(None, secret=True, help="The SASL password")
+    ssl_ca_file: str | None = setting(None, help="PEM file of the CAs to trust (with SSL)")
+    ssl_cert_file: str | None = setting(None, help="PEM client certificate (with ssl_key_file)")
+    ssl_key_file: str | None = setting(None, help="PEM client key (with ssl_cert_file)")
+    ssl_key_password: Secret | None = setting(
+        None, secret=True, help="The password of the client key"
+    )
+
+    def __post_init__(self) -> None:
+        _check(
+            bool(self.topics) != bool(self.pattern), "topics", "or kafka.pattern: set exactly one"
+        )
+        if self.pattern:
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise Invalid("pattern", f"is not a regular expression: {exc}") from None
+        if self.starting_offsets not in ("earliest", "latest"):
+            try:
+                ok = isinstance(json.loads(self.starting_offsets), dict)
+            except ValueError:
+                ok = False
+            _check(ok, "starting_offsets", "must be earliest, latest or a JSON object")
+        limit = self.max_offsets_per_trigger
+        _check(limit is None or limit > 0, "max_offsets_per_trigger", "must be positive")
+        protocol = self.security_protocol.upper()
+        object.__setattr__(self, "security_protocol", protocol)
+        _check(
+            protocol in SECURITY_PROTOCOLS,
+            "security_protocol",
+            f"must be one of {SECURITY_PROTOCOLS}",
+        )
+        if protocol.startswith("SASL_"):
+            mechanism = (self.sasl_mechanism or "").upper()
+            object.__setattr__(self, "sasl_mechanism", mechanism)
+            _check(
+                mechanism in SASL_MECHANISMS, "sasl_mechanism", f"must be one of {SASL_MECHANISMS}"
+            )
+            _check(bool(self.username), "username", f"is required with {protocol}")
+            _check(
+                self.password is not None,
+                "password",
+                f"(or kafka.password_file) is required with {protocol}",
+            )
+        else:
+            for name in ("sasl_mechanism", "username", "password"):
+                _check(
+                    getattr(self, name) is None,
+                    name,
+                    f"needs a SASL security_protocol, not {protocol}",
+                )
+        for name in ("ssl_ca_file", "ssl_cert_file", "ssl_key_file"):
+            path = getattr(self, name)
+            if path is not None:
+                _check(
+                    protocol.endswith("SSL"),
+                    name,
+                    f"needs an SSL security_protocol, not {protocol}",
+                )
+                _check(Path(path).is_file(), name, "is not a readable file")
+        _check(
+            (self.ssl_cert_file is None) == (self.ssl_key_file is None),
+            "ssl_cert_file",
+            "and kafka.ssl_key_file go together",
+        )
 
     def spark_options(self) -> dict[str, str]:
         """Options for Spark's Kafka source.
@@ -170,26 +193,25 @@ class KafkaConfig:
             opts["subscribePattern"] = self.pattern
         if self.max_offsets_per_trigger is not None:
             opts["maxOffsetsPerTrigger"] = str(self.max_offsets_per_trigger)
-        sec = self.security
-        opts["kafka.security.protocol"] = sec.protocol
-        if sec.sasl_mechanism is not None:
-            assert sec.username is not None and sec.password is not None
-            opts["kafka.sasl.mechanism"] = sec.sasl_mechanism
+        opts["kafka.security.protocol"] = self.security_protocol
+        if self.sasl_mechanism:
+            assert self.username is not None and self.password is not None
+            opts["kafka.sasl.mechanism"] = self.sasl_mechanism
             opts["kafka.sasl.jaas.config"] = (
-                f"{_JAAS_MODULES[sec.sasl_mechanism]} required "
-                f"username={_jaas_quote(sec.username)} "
-                f"password={_jaas_quote(sec.password.reveal())};"
+                f"{_JAAS_MODULES[self.sasl_mechanism]} required "
+                f"username={_jaas_quote(self.username)} "
+                f"password={_jaas_quote(self.password.reveal())};"
             )
-        if sec.ssl_ca_file:
+        if self.ssl_ca_file:
             opts["kafka.ssl.truststore.type"] = "PEM"
-            opts["kafka.ssl.truststore.location"] = sec.ssl_ca_file
-        if sec.ssl_cert_file and sec.ssl_key_file:
+            opts["kafka.ssl.truststore.location"] = self.ssl_ca_file
+        if self.ssl_cert_file and self.ssl_key_file:
             # The Java client takes separate PEM cert and key only inline.
             opts["kafka.ssl.keystore.type"] = "PEM"
-            opts["kafka.ssl.keystore.certificate.chain"] = _read(sec.ssl_cert_file)
-            opts["kafka.ssl.keystore.key"] = _read(sec.ssl_key_file)
-            if sec.ssl_key_password is not None:
-                opts["kafka.ssl.key.password"] = sec.ssl_key_password.reveal()
+            opts["kafka.ssl.keystore.certificate.chain"] = _read(self.ssl_cert_file)
+            opts["kafka.ssl.keystore.key"] = _read(self.ssl_key_file)
+            if self.ssl_key_password is not None:
+                opts["kafka.ssl.key.password"] = self.ssl_key_password.reveal()
         return opts
 
     def producer_config(self) -> dict[str, str]:
@@ -198,39 +220,60 @@ class KafkaConfig:
         Returns:
             librdkafka settings.  CONTAINS SECRETS: never log it.
         """
-        sec = self.security
-        conf = {"bootstrap.servers": self.bootstrap, "security.protocol": sec.protocol}
+        conf = {"bootstrap.servers": self.bootstrap, "security.protocol": self.security_protocol}
         optional = {
-            "sasl.mechanism": sec.sasl_mechanism,
-            "sasl.username": sec.username,
-            "sasl.password": sec.password.reveal() if sec.password else None,
-            "ssl.ca.location": sec.ssl_ca_file,
-            "ssl.certificate.location": sec.ssl_cert_file,
-            "ssl.key.location": sec.ssl_key_file,
-            "ssl.key.password": sec.ssl_key_password.reveal() if sec.ssl_key_password else None,
+            "sasl.mechanism": self.sasl_mechanism,
+            "sasl.username": self.username,
+            "sasl.password": self.password.reveal() if self.password else None,
+            "ssl.ca.location": self.ssl_ca_file,
+            "ssl.certificate.location": self.ssl_cert_file,
+            "ssl.key.location": self.ssl_key_file,
+            "ssl.key.password": self.ssl_key_password.reveal() if self.ssl_key_password else None,
         }
         conf.update({k: v for k, v in optional.items() if v is not None})
         return conf
 
 
-def _read(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path!r}: {exc.__class__.__name__}") from None
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CatalogConfig:
-    """The Iceberg REST catalog and its S3 storage."""
+    """``[catalog]``: the Iceberg REST catalog and its S3 storage."""
 
-    uri: str
-    warehouse: str | None = None
-    s3_endpoint: str | None = None
-    s3_access_key: str | None = None
-    s3_secret_key: Secret | None = None
-    s3_region: str = "us-east-1"
-    s3_path_style: bool = True
+    uri: str = setting(help="the Iceberg REST catalog's URL")
+    warehouse: str | None = setting(None, help="the warehouse to ask the catalog for")
+    s3_endpoint: str | None = setting(None, help="the S3 endpoint (MinIO); unset means AWS")
+    s3_access_key: str | None = setting(None, help="the S3 access key id")
+    s3_secret_key: Secret | None = setting(None, secret=True, help="The S3 secret access key")
+    s3_region: str = setting(DEFAULT_S3_REGION, help="the region S3 requests are signed for")
+    s3_path_style: bool = setting(
+        True, codec=BOOLEAN, help="path-style S3 URLs (MinIO) instead of virtual hosts"
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class SparkConfig:
+    """``[spark]``: how the Spark session is built when the loader is not run by spark-submit.
+
+    Under ``spark-submit`` the master, jars, memory and Java come from the submit command and
+    these settings are ignored.
+    """
+
+    master: str = setting("local[2]", help="the Spark master URL, e.g. local[2] or spark://h:7077")
+    driver_memory: str = setting("1g", help="the driver JVM's heap, e.g. 1g")
+    shuffle_partitions: int = setting(
+        2, codec=INTEGER, help="spark.sql.shuffle.partitions; small on small machines"
+    )
+    jars: tuple[str, ...] = setting(
+        (),
+        codec=STRINGS,
+        help="jar paths Spark loads: the Iceberg Spark runtime, iceberg-aws-bundle and "
+        "spark-sql-kafka (required unless run by spark-submit)",
+    )
+    java_home: str | None = setting(
+        None, help="the Java home Spark's JVM runs on (Java 17 or 21); unset keeps $JAVA_HOME"
+    )
+
+    def __post_init__(self) -> None:
+        _check(self.shuffle_partitions > 0, "shuffle_partitions", "must be positive")
 
 
 _IDENT_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-]*")
@@ -251,7 +294,7 @@ class TableId:
         Raises:
             ConfigError: not three dot-separated identifiers.
         """
-        parts = text.split(".")
+        parts = text.split(".") if isinstance(text, str) else []
         if len(parts) != 3 or not all(_IDENT_PART.fullmatch(p) for p in parts):
             raise ConfigError(f"table {text!r} must be catalog.schema.table")
         return cls(*parts)
@@ -260,217 +303,107 @@ class TableId:
         return f"{self.catalog}.{self.namespace}.{self.name}"
 
 
-@dataclass(frozen=True)
-class SparkConfig:
-    """How the Spark session is built when the loader is not run by ``spark-submit``.
-
-    Attributes:
-        master: the Spark master URL (``local[2]``, ``spark://127.0.0.1:7077``).
-        driver_memory: the driver JVM heap, e.g. ``1g``.
-        shuffle_partitions: ``spark.sql.shuffle.partitions``; small on small machines.
-        jars: extra jar paths (Iceberg runtime, Kafka source); empty means the
-            jars provisioned by the harness.
-    """
-
-    master: str = "local[2]"
-    driver_memory: str = "1g"
-    shuffle_partitions: int = 2
-    jars: tuple[str, ...] = ()
+_TABLE = Codec("catalog.schema.table", TableId.parse, str, metavar="CATALOG.SCHEMA.TABLE")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LoaderConfig:
-    """The whole, validated loader configuration."""
+    """The whole, validated loader configuration (the top level of the TOML file)."""
 
-    loader_id: str
-    table: TableId
-    kafka: KafkaConfig
-    catalog: CatalogConfig
-    trigger_interval_s: float = 5.0
-    dead_letter_topic: str | None = None
-    metrics_port: int = 9400
-    lease_ttl_s: float = 60.0
-    checkpoint_location: str | None = None
-    decode: DecodeOptions = field(default_factory=DecodeOptions)
-    exactly_once: bool = True
-    spark: SparkConfig = field(default_factory=SparkConfig)
+    loader_id: str = setting(
+        "icefloe-loader", help="unique per running loader; names its lease on the table"
+    )
+    table: TableId = setting(codec=_TABLE, help="the Iceberg table to load, catalog.schema.table")
+    trigger_interval: float = setting(
+        5.0, codec=DURATION, help="one micro-batch, one snapshot, per interval"
+    )
+    dead_letter_topic: str | None = setting(
+        None, help="where malformed records go; unset stops the loader at the first one"
+    )
+    metrics_port: int = setting(9400, codec=INTEGER, help="Prometheus /metrics port; 0 disables")
+    lease_ttl: float | None = setting(
+        None,
+        codec=DURATION,
+        help="how long a silent loader keeps the table; unset: max(60 s, 10 trigger intervals)",
+    )
+    checkpoint_location: str | None = setting(
+        None, help="Spark's checkpoint; disposable with exactly_once (default: a temp folder)"
+    )
+    exactly_once: bool = setting(
+        True,
+        codec=BOOLEAN,
+        help="resume from the offsets in the table; false resumes from the Spark checkpoint only",
+    )
+    case_insensitive: bool = setting(
+        True, codec=BOOLEAN, help="match JSON keys to column names ignoring case"
+    )
+    max_record_bytes: int = setting(
+        DEFAULT_MAX_BYTES, codec=INTEGER, help="larger records are malformed (too_large)"
+    )
+    max_depth: int = setting(
+        DEFAULT_MAX_DEPTH, codec=INTEGER, help="deeper nesting is malformed (too_deep)"
+    )
+    kafka: KafkaConfig = section(KafkaConfig, required=True)
+    spark: SparkConfig = section(SparkConfig)
+    catalog: CatalogConfig = section(CatalogConfig, required=True)
+    transform: Transform = section(Transform)
+
+    def __post_init__(self) -> None:
+        _check(
+            bool(re.fullmatch(r"[A-Za-z0-9._\-]+", self.loader_id)),
+            "loader_id",
+            "must be letters, digits, '.', '_' or '-'",
+        )
+        _check(self.trigger_interval > 0, "trigger_interval", "must be positive")
+        _check(
+            self.lease_ttl_s > self.trigger_interval,
+            "lease_ttl",
+            "must be longer than trigger_interval",
+        )
+        _check(
+            0 <= self.metrics_port <= 65535, "metrics_port", "must be 0..65535 (0 disables metrics)"
+        )
+        _check(self.max_record_bytes > 0, "max_record_bytes", "must be positive")
+        _check(self.max_depth > 0, "max_depth", "must be positive")
+        if not self.dead_letter_topic:
+            object.__setattr__(self, "dead_letter_topic", None)
+        else:
+            topic, kafka = self.dead_letter_topic, self.kafka
+            loops = topic in kafka.topics or (
+                kafka.pattern is not None and re.fullmatch(kafka.pattern, topic) is not None
+            )
+            _check(not loops, "dead_letter_topic", "must not be one of the topics the loader reads")
 
     @property
-    def case_insensitive(self) -> bool:
-        return self.decode.case_insensitive
+    def lease_ttl_s(self) -> float:
+        """The lease in seconds: ``lease_ttl``, else max(60 s, 10 trigger intervals)."""
+        if self.lease_ttl is not None:
+            return self.lease_ttl
+        return max(60.0, 10 * self.trigger_interval)
 
-    @property
-    def max_record_bytes(self) -> int:
-        return self.decode.max_bytes
-
-    @property
-    def transform(self) -> Transform:
-        return self.decode.transform
+    @functools.cached_property
+    def decode(self) -> DecodeOptions:
+        """The decoding options the settings describe."""
+        return DecodeOptions(
+            transform=self.transform,
+            case_insensitive=self.case_insensitive,
+            max_bytes=self.max_record_bytes,
+            max_depth=self.max_depth,
+        )
 
     @property
     def spark_trigger(self) -> str:
         """The trigger interval as Spark's ``processingTime`` string."""
-        return f"{round(self.trigger_interval_s * 1000)} milliseconds"
+        return f"{round(self.trigger_interval * 1000)} milliseconds"
+
+    def to_toml(self) -> str:
+        """The TOML file that loads back into this configuration (secrets only as ``_file``)."""
+        return settings.to_toml(self)
 
 
 # ---------------------------------------------------------------------------
-# Settings registry and layering
+# Loading: file, then environment, then flags
 # ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Setting:
-    key: str
-    kind: str  # str, int, bool, duration, list, mapping, secret, secret_file
-    cli: bool = True
-
-    @property
-    def env(self) -> str:
-        return ENV_PREFIX + self.key.upper().replace(".", "_")
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.key.replace(".", "-").replace("_", "-")
-
-
-_SETTINGS = {
-    s.key: s
-    for s in [
-        _Setting("loader_id", "str"),
-        _Setting("table", "str"),
-        _Setting("trigger_interval", "duration"),
-        _Setting("dead_letter_topic", "str"),
-        _Setting("metrics_port", "int"),
-        _Setting("lease_ttl", "duration"),
-        _Setting("checkpoint_location", "str"),
-        _Setting("exactly_once", "bool"),
-        _Setting("spark.master", "str"),
-        _Setting("spark.driver_memory", "str"),
-        _Setting("spark.shuffle_partitions", "int"),
-        _Setting("spark.jars", "list"),
-        _Setting("case_insensitive", "bool"),
-        _Setting("max_record_bytes", "int"),
-        _Setting("max_depth", "int"),
-        _Setting("kafka.bootstrap", "str"),
-        _Setting("kafka.topics", "list"),
-        _Setting("kafka.pattern", "str"),
-        _Setting("kafka.starting_offsets", "str"),
-        _Setting("kafka.max_offsets_per_trigger", "int"),
-        _Setting("kafka.security_protocol", "str"),
-        _Setting("kafka.sasl_mechanism", "str"),
-        _Setting("kafka.username", "str"),
-        _Setting("kafka.password", "secret", cli=False),
-        _Setting("kafka.password_file", "secret_file"),
-        _Setting("kafka.ssl_ca_file", "str"),
-        _Setting("kafka.ssl_cert_file", "str"),
-        _Setting("kafka.ssl_key_file", "str"),
-        _Setting("kafka.ssl_key_password", "secret", cli=False),
-        _Setting("kafka.ssl_key_password_file", "secret_file"),
-        _Setting("catalog.uri", "str"),
-        _Setting("catalog.warehouse", "str"),
-        _Setting("catalog.s3_endpoint", "str"),
-        _Setting("catalog.s3_access_key", "str"),
-        _Setting("catalog.s3_secret_key", "secret", cli=False),
-        _Setting("catalog.s3_secret_key_file", "secret_file"),
-        _Setting("catalog.s3_region", "str"),
-        _Setting("catalog.s3_path_style", "bool"),
-        _Setting("transform.unnest", "str"),
-        _Setting("transform.case_from", "str"),
-        _Setting("transform.case_to", "str"),
-        _Setting("transform.projections", "mapping"),
-    ]
-}
-
-
-@dataclass(frozen=True)
-class _Value:
-    value: Any
-    origin: str  # for messages: "file x.toml", "env ICEFLOE_LOADER_X", "flag --x"
-    layer: int
-
-
-def _where(key: str, v: _Value) -> str:
-    return f"{key} (from {v.origin})"
-
-
-def _flatten(table: Mapping[str, Any], prefix: str, origin: str, out: dict[str, _Value]) -> None:
-    for name, value in table.items():
-        key = prefix + name
-        if key in _SETTINGS:
-            out[key] = _Value(value, origin, 0)
-        elif isinstance(value, dict) and any(k.startswith(key + ".") for k in _SETTINGS):
-            _flatten(value, key + ".", origin, out)
-        else:
-            raise ConfigError(f"unknown setting {key!r} in {origin}")
-
-
-_TRUE = {"true", "yes", "1", "on"}
-_FALSE = {"false", "no", "0", "off"}
-_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(ms|s|m|h)?", re.ASCII)
-_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
-
-
-def _coerce(key: str, v: _Value) -> Any:
-    """Turn a raw layer value (TOML-typed or a string) into the setting's type."""
-    kind = _SETTINGS[key].kind
-    value, text = v.value, isinstance(v.value, str)
-    where = _where(key, v)
-    if kind in ("str", "secret", "secret_file"):
-        if not text:
-            raise ConfigError(f"{where} must be a string")
-        return value
-    if kind == "int":
-        if text and re.fullmatch(r"-?[0-9]+", value.strip()):
-            return int(value)
-        if type(value) is int:
-            return value
-        raise ConfigError(f"{where} must be an integer")
-    if kind == "bool":
-        if type(value) is bool:
-            return value
-        if text and value.strip().lower() in _TRUE | _FALSE:
-            return value.strip().lower() in _TRUE
-        raise ConfigError(f"{where} must be true or false")
-    if kind == "duration":
-        if type(value) in (int, float):
-            return float(value)
-        m = _DURATION.fullmatch(value.strip()) if text else None
-        if not m:
-            raise ConfigError(f"{where} must be a duration like 500ms, 5s, 2m or 1h")
-        return float(m[1]) * _DURATION_UNITS[m[2]]
-    if kind == "list":
-        if text:
-            stripped = value.strip()
-            if stripped.startswith("["):
-                try:
-                    value = json.loads(stripped)
-                except ValueError:
-                    raise ConfigError(f"{where} is not a JSON array") from None
-            else:
-                value = [part.strip() for part in stripped.split(",") if part.strip()]
-        if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
-            raise ConfigError(f"{where} must be a list of strings")
-        return tuple(value)
-    if kind == "mapping":
-        if text:
-            try:
-                value = json.loads(value)
-            except ValueError:
-                raise ConfigError(f"{where} must be a JSON object") from None
-        if not isinstance(value, dict) or not all(isinstance(x, str) for x in value.values()):
-            raise ConfigError(f"{where} must map names to strings")
-        return dict(value)
-    raise AssertionError(kind)
-
-
-def cli_flags() -> list[tuple[str, str]]:
-    """The settings accepted as command-line flags.
-
-    Returns:
-        ``(flag, dotted key)`` pairs, e.g. ``("--kafka-bootstrap", "kafka.bootstrap")``;
-        secrets are never flags.
-    """
-    return [(s.flag, s.key) for s in _SETTINGS.values() if s.cli]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -478,54 +411,46 @@ class _Parser(argparse.ArgumentParser):
         raise ConfigError(f"command line: {message}")
 
 
-def _cli_parser() -> _Parser:
-    parser = _Parser(prog="icefloe-loader", add_help=False, allow_abbrev=False)
-    parser.add_argument("--config")
-    for setting in _SETTINGS.values():
-        if setting.cli:
-            parser.add_argument(setting.flag, dest=setting.key, default=None)
-    return parser
+def add_flags(parser: Any) -> None:
+    """Add ``--config`` and one flag per setting (each with its help line) to ``parser``."""
+    parser.add_argument("--config", metavar="FILE", help=f"the loader's TOML file [{CONFIG_ENV}]")
+    settings.add_flags(parser, LoaderConfig)
 
 
-def _layers(
-    path: str | os.PathLike[str] | None, env: Mapping[str, str], argv: Sequence[str]
-) -> dict[str, _Value]:
-    args = vars(_cli_parser().parse_args(list(argv)))
-    config_path = args.pop("config") or env.get(CONFIG_ENV) or path
-    merged: dict[str, _Value] = {}
-    if config_path is not None:
-        origin = f"file {os.fspath(config_path)}"
-        try:
-            with open(config_path, "rb") as fh:
-                document = tomllib.load(fh)
-        except OSError as exc:
-            raise ConfigError(f"cannot read config {origin}: {exc.__class__.__name__}") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"invalid TOML in {origin}: {exc}") from None
-        _flatten(document, "", origin, merged)
-    by_env = {s.env: s for s in _SETTINGS.values()}
-    for name in sorted(env):
-        if not name.startswith(ENV_PREFIX) or name == CONFIG_ENV:
-            continue
-        setting = by_env.get(name)
-        if setting is None:
-            raise ConfigError(f"unknown environment variable {name}")
-        merged[setting.key] = _Value(env[name], f"env {name}", 1)
-    for key, value in args.items():
-        if value is not None:
-            merged[key] = _Value(value, f"flag {_SETTINGS[key].flag}", 2)
-    return merged
+def env_var(key: str) -> str:
+    """The environment variable that sets ``key``, e.g. ``catalog.s3_secret_key``."""
+    return settings.env_var(LoaderConfig, key)
 
 
-def _secret(settings: dict[str, _Value], key: str) -> Secret | None:
-    direct, from_file = settings.get(key), settings.get(key + "_file")
-    if direct is not None and from_file is not None and direct.layer == from_file.layer:
-        raise ConfigError(f"set either {key} or {key}_file, not both ({direct.origin})")
-    if from_file is not None and (direct is None or from_file.layer > direct.layer):
-        return Secret.from_file(_coerce(key + "_file", from_file))
-    if direct is not None:
-        return Secret(_coerce(key, direct))
-    return None
+def flag_values(args: argparse.Namespace) -> dict[str, str]:
+    """The settings given as flags in ``args`` (parsed by a parser set up with ``add_flags``)."""
+    return settings.flag_values(LoaderConfig, args)
+
+
+def from_args(
+    args: argparse.Namespace,
+    *,
+    env: Mapping[str, str] | None = None,
+    path: str | os.PathLike[str] | None = None,
+) -> LoaderConfig:
+    """The configuration a command line names (parsed by a parser set up with ``add_flags``).
+
+    Args:
+        args: the parsed command line: ``--config`` and the setting flags.
+        env: the environment (defaults to ``os.environ``).
+        path: the TOML file when neither ``--config`` nor ``ICEFLOE_LOADER_CONFIG`` names one.
+
+    Raises:
+        ConfigError: the first problem found, naming the setting and where it came from
+            (secret values are never included).
+    """
+    env = os.environ if env is None else env
+    source = args.config or env.get(CONFIG_ENV) or path
+    values = settings.gather(
+        LoaderConfig, source, env, flag_values(args), ignore_env=frozenset({CONFIG_ENV})
+    )
+    config: LoaderConfig = settings.build(LoaderConfig, values)
+    return config
 
 
 def load_config(
@@ -539,7 +464,7 @@ def load_config(
     Args:
         path: the TOML file, unless ``--config`` or ``ICEFLOE_LOADER_CONFIG`` names another.
         env: the environment (defaults to ``os.environ``).
-        argv: command-line arguments without the program name (defaults to none).
+        argv: command-line arguments without the program name: ``--config`` and setting flags.
 
     Returns:
         The validated ``LoaderConfig``.
@@ -548,189 +473,6 @@ def load_config(
         ConfigError: the first problem found, naming the setting and where it
             came from (secret values are never included).
     """
-    settings = _layers(path, os.environ if env is None else env, argv or [])
-
-    def get(key: str, default: Any = None) -> Any:
-        v = settings.get(key)
-        return default if v is None else _coerce(key, v)
-
-    def need(key: str) -> Any:
-        value = get(key)
-        if value in (None, "", ()):
-            raise ConfigError(
-                f"{key} is required (file, {_SETTINGS[key].env} or {_SETTINGS[key].flag})"
-            )
-        return value
-
-    def check(ok: bool, key: str, message: str) -> None:
-        if not ok:
-            v = settings.get(key)
-            raise ConfigError(f"{_where(key, v) if v else key} {message}")
-
-    loader_id = get("loader_id", "icefloe-loader")
-    check(
-        bool(re.fullmatch(r"[A-Za-z0-9._\-]+", loader_id)),
-        "loader_id",
-        "must be letters, digits, '.', '_' or '-'",
-    )
-    table = TableId.parse(need("table"))
-
-    kafka = _kafka(get, need, check, settings)
-    catalog = CatalogConfig(
-        uri=need("catalog.uri"),
-        warehouse=get("catalog.warehouse"),
-        s3_endpoint=get("catalog.s3_endpoint"),
-        s3_access_key=get("catalog.s3_access_key"),
-        s3_secret_key=_secret(settings, "catalog.s3_secret_key"),
-        s3_region=get("catalog.s3_region", "us-east-1"),
-        s3_path_style=get("catalog.s3_path_style", True),
-    )
-
-    trigger = get("trigger_interval", 5.0)
-    check(trigger > 0, "trigger_interval", "must be positive")
-    lease_ttl = get("lease_ttl", max(60.0, 10 * trigger))
-    check(lease_ttl > trigger, "lease_ttl", "must be longer than trigger_interval")
-    metrics_port = get("metrics_port", 9400)
-    check(0 <= metrics_port <= 65535, "metrics_port", "must be 0..65535 (0 disables metrics)")
-    max_bytes = get("max_record_bytes", DEFAULT_MAX_BYTES)
-    check(max_bytes > 0, "max_record_bytes", "must be positive")
-    max_depth = get("max_depth", DEFAULT_MAX_DEPTH)
-    check(max_depth > 0, "max_depth", "must be positive")
-
-    dead_letter = get("dead_letter_topic") or None
-    if dead_letter is not None:
-        loops = dead_letter in kafka.topics or (
-            kafka.pattern is not None and re.fullmatch(kafka.pattern, dead_letter) is not None
-        )
-        check(not loops, "dead_letter_topic", "must not be one of the topics the loader reads")
-
-    case_from, case_to = get("transform.case_from"), get("transform.case_to")
-    try:
-        transform = Transform(
-            unnest=get("transform.unnest"),
-            projections=tuple(
-                Projection(column, source)
-                for column, source in get("transform.projections", {}).items()
-            ),
-            case_from=CaseFormat.parse(case_from) if case_from else None,
-            case_to=CaseFormat.parse(case_to) if case_to else None,
-        )
-    except ConfigError as exc:
-        raise ConfigError(f"transform: {exc}") from None
-
-    shuffle_partitions = get("spark.shuffle_partitions", 2)
-    check(shuffle_partitions > 0, "spark.shuffle_partitions", "must be positive")
-    spark = SparkConfig(
-        master=get("spark.master", "local[2]"),
-        driver_memory=get("spark.driver_memory", "1g"),
-        shuffle_partitions=shuffle_partitions,
-        jars=get("spark.jars", ()),
-    )
-
-    return LoaderConfig(
-        loader_id=loader_id,
-        table=table,
-        kafka=kafka,
-        catalog=catalog,
-        trigger_interval_s=trigger,
-        dead_letter_topic=dead_letter,
-        metrics_port=metrics_port,
-        lease_ttl_s=lease_ttl,
-        checkpoint_location=get("checkpoint_location"),
-        exactly_once=get("exactly_once", True),
-        spark=spark,
-        decode=DecodeOptions(
-            transform=transform,
-            case_insensitive=get("case_insensitive", True),
-            max_bytes=max_bytes,
-            max_depth=max_depth,
-        ),
-    )
-
-
-def _kafka(
-    get: Callable[..., Any],
-    need: Callable[[str], Any],
-    check: Callable[[bool, str, str], None],
-    settings: dict[str, _Value],
-) -> KafkaConfig:
-    topics, pattern = get("kafka.topics", ()), get("kafka.pattern")
-    check(bool(topics) != bool(pattern), "kafka.topics", "or kafka.pattern: set exactly one")
-    if pattern:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ConfigError(f"kafka.pattern is not a regular expression: {exc}") from None
-    starting = get("kafka.starting_offsets", "earliest")
-    if starting not in ("earliest", "latest"):
-        try:
-            ok = isinstance(json.loads(starting), dict)
-        except ValueError:
-            ok = False
-        check(ok, "kafka.starting_offsets", "must be earliest, latest or a JSON object")
-    max_per_trigger = get("kafka.max_offsets_per_trigger")
-    check(
-        max_per_trigger is None or max_per_trigger > 0,
-        "kafka.max_offsets_per_trigger",
-        "must be positive",
-    )
-
-    protocol = get("kafka.security_protocol", "PLAINTEXT").upper()
-    check(
-        protocol in SECURITY_PROTOCOLS,
-        "kafka.security_protocol",
-        f"must be one of {SECURITY_PROTOCOLS}",
-    )
-    sasl = protocol.startswith("SASL_")
-    tls = protocol.endswith("SSL")
-    mechanism = get("kafka.sasl_mechanism")
-    username = get("kafka.username")
-    password = _secret(settings, "kafka.password")
-    if sasl:
-        mechanism = (mechanism or "").upper()
-        check(
-            mechanism in SASL_MECHANISMS,
-            "kafka.sasl_mechanism",
-            f"must be one of {SASL_MECHANISMS}",
-        )
-        check(bool(username), "kafka.username", f"is required with {protocol}")
-        check(
-            password is not None,
-            "kafka.password",
-            f"(or kafka.password_file) is required with {protocol}",
-        )
-    else:
-        for key, value in (
-            ("kafka.sasl_mechanism", mechanism),
-            ("kafka.username", username),
-            ("kafka.password", password),
-        ):
-            check(value is None, key, f"needs a SASL security_protocol, not {protocol}")
-    files = {k: get(k) for k in ("kafka.ssl_ca_file", "kafka.ssl_cert_file", "kafka.ssl_key_file")}
-    key_password = _secret(settings, "kafka.ssl_key_password")
-    for key, value in files.items():
-        if value is not None:
-            check(tls, key, f"needs an SSL security_protocol, not {protocol}")
-            check(Path(value).is_file(), key, "is not a readable file")
-    check(
-        (files["kafka.ssl_cert_file"] is None) == (files["kafka.ssl_key_file"] is None),
-        "kafka.ssl_cert_file",
-        "and kafka.ssl_key_file go together",
-    )
-    return KafkaConfig(
-        bootstrap=need("kafka.bootstrap"),
-        topics=topics,
-        pattern=pattern,
-        starting_offsets=starting,
-        max_offsets_per_trigger=max_per_trigger,
-        security=KafkaSecurity(
-            protocol=protocol,
-            sasl_mechanism=mechanism if sasl else None,
-            username=username,
-            password=password,
-            ssl_ca_file=files["kafka.ssl_ca_file"],
-            ssl_cert_file=files["kafka.ssl_cert_file"],
-            ssl_key_file=files["kafka.ssl_key_file"],
-            ssl_key_password=key_password,
-        ),
-    )
+    parser = _Parser(prog="icefloe-loader", add_help=False, allow_abbrev=False)
+    add_flags(parser)
+    return from_args(parser.parse_args(list(argv or [])), env=env, path=path)

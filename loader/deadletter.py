@@ -24,7 +24,12 @@ from loader.config import KafkaConfig
 from loader.errors import LoaderError
 from loader.record import route_malformed
 
-__all__ = ["DeadLetterFailed", "DeadLetterProducer"]
+__all__ = ["DEAD_LETTER_MAX_BYTES", "DeadLetterFailed", "DeadLetterProducer"]
+
+DEAD_LETTER_MAX_BYTES = 16 * 1024 * 1024
+"""The largest dead letter the producer sends. A dead letter is the rejected record plus
+headers, so it can exceed the source topic's limit (an ``oversized`` record): the dead-letter
+topic must accept records this large (``max.message.bytes``)."""
 
 
 class DeadLetterFailed(LoaderError):
@@ -58,7 +63,7 @@ class DeadLetterProducer:
             # An oversized record (over max_record_bytes) must still fit the dead-letter topic's
             # limit (broker default 1 MiB): compression brings repetitive payloads under it.
             "compression.type": "lz4",
-            "message.max.bytes": 16 * 1024 * 1024,
+            "message.max.bytes": DEAD_LETTER_MAX_BYTES,
         }
         self._producer = Producer(conf)
 

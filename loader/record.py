@@ -16,7 +16,6 @@ callers that do not want to hold one.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +35,6 @@ __all__ = [
     "DecodeOptions",
     "KafkaMeta",
     "RecordDecoder",
-    "decode",
     "route_malformed",
 ]
 
@@ -166,46 +164,6 @@ class RecordDecoder:
         opts = self.options
         doc = load_json(value, max_bytes=opts.max_bytes, max_depth=opts.max_depth)
         return self.parser.parse_object(apply(doc, meta, opts.transform))
-
-
-_CACHE_SIZE = 8
-_cache: list[tuple[Schema, DecodeOptions, RecordDecoder]] = []
-_cache_lock = threading.Lock()
-
-
-def decode(
-    value: bytes | bytearray | memoryview | None,
-    meta: KafkaMeta,
-    schema: Schema,
-    options: DecodeOptions | None = None,
-) -> dict[str, Any]:
-    """Decode one Kafka record into a row of ``schema``; see ``RecordDecoder``.
-
-    Decoders are cached while the same schema object is passed.
-
-    Args:
-        value: the record value.
-        meta: the record's Kafka metadata.
-        schema: the table's current Iceberg schema.
-        options: decoding options (defaults when ``None``).
-
-    Returns:
-        ``{column: Python value}`` for every top-level column.
-
-    Raises:
-        MalformedRecord: the record cannot become a row.
-        SchemaMismatch: the schema or the projections cannot be loaded.
-    """
-    options = options or DecodeOptions()
-    with _cache_lock:
-        for cached_schema, cached_options, decoder in _cache:
-            if cached_schema is schema and cached_options == options:
-                return decoder.decode(value, meta)
-    decoder = RecordDecoder(schema, options)
-    with _cache_lock:
-        _cache.insert(0, (schema, options, decoder))
-        del _cache[_CACHE_SIZE:]
-    return decoder.decode(value, meta)
 
 
 @dataclass(frozen=True, slots=True)

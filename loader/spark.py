@@ -9,23 +9,26 @@ non-secret settings and the S3 secret key is set on the running session's SQL
 configuration before the catalog is first used (Spark reads catalog options
 from the SQL configuration lazily, when the catalog is first loaded).
 
-Under ``spark-submit`` (cluster mode) the master, jars and memory come from
-the submit command; the session then only adds what the loader needs.
+Outside ``spark-submit`` the jars (``[spark] jars``) and the Java home
+(``[spark] java_home``, else ``$JAVA_HOME``) come from the configuration; the
+loader never looks for them itself. Under ``spark-submit`` (cluster mode) the
+master, jars, memory and Java come from the submit command; the session then
+only adds what the loader needs.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loader.config import LoaderConfig
+from loader.errors import ConfigError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["catalog_options", "default_jars", "java_home", "session", "under_spark_submit"]
+__all__ = ["catalog_options", "check_runtime", "session", "under_spark_submit"]
 
 CATALOG_PREFIX = "spark.sql.catalog."
 
@@ -40,35 +43,19 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def default_jars() -> tuple[str, ...]:
-    """The jars ``icefloe provision`` fetched for Spark (Iceberg runtime, Kafka source).
-
-    Returns:
-        Absolute jar paths, sorted.
+def check_runtime(config: LoaderConfig) -> None:
+    """Fail at once when Spark could not start: no jars and no spark-submit to bring them.
 
     Raises:
-        FileNotFoundError: nothing is provisioned (run ``icefloe provision``).
+        ConfigError: saying what to set.
     """
-    from harness.layout import Layout
-    from harness.paths import cache_dir
-
-    folder = Layout(cache_dir()).spark_jars
-    jars = tuple(sorted(str(p) for p in folder.glob("*.jar")))
-    if not jars:
-        raise FileNotFoundError(f"no Spark jars in {folder}: run `icefloe provision`")
-    return jars
-
-
-def java_home() -> Path:
-    """A Java home Spark runs on (the harness picks one that fits).
-
-    Returns:
-        The JDK home directory.
-    """
-    from harness.jdk import choose
-    from harness.paths import cache_dir
-
-    return choose("spark", cache_dir()).home
+    if not under_spark_submit() and not config.spark.jars:
+        raise ConfigError(
+            "no Spark jars: set [spark] jars (ICEFLOE_LOADER_SPARK_JARS, --spark-jars) to the "
+            "Iceberg Spark runtime, iceberg-aws-bundle and spark-sql-kafka jars, or run the "
+            "loader with spark-submit --jars/--packages (`icefloe load` fills them in from "
+            "what `icefloe provision` fetched)"
+        )
 
 
 def catalog_options(config: LoaderConfig, *, secrets: bool) -> dict[str, str]:
@@ -129,7 +116,7 @@ def _builder_options(config: LoaderConfig) -> dict[str, str]:
                 "spark.driver.memory": config.spark.driver_memory,
                 "spark.driver.bindAddress": "127.0.0.1",
                 "spark.driver.host": "127.0.0.1",
-                "spark.jars": ",".join(config.spark.jars or default_jars()),
+                "spark.jars": ",".join(config.spark.jars),
             }
         )
     opts.update(catalog_options(config, secrets=False))
@@ -147,10 +134,12 @@ def session(config: LoaderConfig, extra: Mapping[str, str] | None = None) -> Spa
         A session whose catalog ``config.table.catalog`` is the Iceberg REST catalog.
 
     Raises:
-        FileNotFoundError: no jars and none provisioned.
+        ConfigError: not under spark-submit and no jars configured.
     """
+    check_runtime(config)
     if not under_spark_submit():
-        os.environ.setdefault("JAVA_HOME", str(java_home()))
+        if config.spark.java_home:
+            os.environ["JAVA_HOME"] = config.spark.java_home
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         # Executors run the loader's Python: the same interpreter as the driver.
         os.environ.setdefault("PYSPARK_PYTHON", _python())

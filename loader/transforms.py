@@ -48,6 +48,7 @@ from typing import Any
 
 from loader.errors import ConfigError, Kind, MalformedRecord
 from loader.parse import json_type_name
+from loader.settings import MAPPING, Codec, setting
 
 __all__ = [
     "CaseFormat",
@@ -435,10 +436,25 @@ def _b64(raw: bytes | None) -> str | None:
 # The transform
 # ---------------------------------------------------------------------------
 
+CASE_FORMAT = Codec(
+    "a case format",
+    CaseFormat.parse,
+    lambda c: c.value,
+    metavar="|".join(m.value for m in CaseFormat),
+)
+PROJECTIONS = Codec(
+    MAPPING.expected,
+    lambda value: tuple(Projection(c, s) for c, s in MAPPING.parse(value).items()),
+    lambda projections: {p.column: p.source for p in projections},
+    metavar=MAPPING.metavar,
+)
+
 
 @dataclass(frozen=True, slots=True)
 class Transform:
     """How to reshape a message before parsing; the default changes nothing.
+
+    The ``[transform]`` section of the loader's configuration (see ``loader.settings``).
 
     Attributes:
         unnest: a JSON pointer selecting the object to load, or ``None``.
@@ -450,10 +466,20 @@ class Transform:
             two projections into one column.
     """
 
-    unnest: str | None = None
-    projections: tuple[Projection, ...] = ()
-    case_from: CaseFormat | None = None
-    case_to: CaseFormat | None = None
+    unnest: str | None = setting(
+        None, help="a JSON pointer to the object to load as the row, e.g. /data"
+    )
+    projections: tuple[Projection, ...] = setting(
+        (),
+        codec=PROJECTIONS,
+        help="columns filled from the message: {column: pointer or kafka:...}",
+    )
+    case_from: CaseFormat | None = setting(
+        None, codec=CASE_FORMAT, help="convert keys from this case format (with case_to)"
+    )
+    case_to: CaseFormat | None = setting(
+        None, codec=CASE_FORMAT, help="convert keys to this case format (with case_from)"
+    )
     unnest_pointer: JsonPointer | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:

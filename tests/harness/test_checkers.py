@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from harness.checkers import (
+from harness.scenarios.checkers import (
     INVALID,
     UNKNOWN,
     VALID,
@@ -17,7 +17,8 @@ from harness.checkers import (
     run_check,
     summarize,
 )
-from harness.history import History
+from harness.scenarios.history import History
+from loader import keys
 from publisher.ledger import LedgerEntry
 
 TOPIC = "events"
@@ -44,12 +45,12 @@ def letter(e: LedgerEntry, kind: str, path: str = "$", reason: str = "bad") -> D
         0,
         e.seq,
         {
-            "icefloe.source.topic": e.topic,
-            "icefloe.source.partition": str(e.partition),
-            "icefloe.source.offset": str(e.offset),
-            "icefloe.error.kind": kind,
-            "icefloe.error.path": path,
-            "icefloe.error.reason": reason,
+            keys.DLQ_SOURCE_TOPIC: e.topic,
+            keys.DLQ_SOURCE_PARTITION: str(e.partition),
+            keys.DLQ_SOURCE_OFFSET: str(e.offset),
+            keys.DLQ_ERROR_KIND: kind,
+            keys.DLQ_ERROR_PATH: path,
+            keys.DLQ_ERROR_REASON: reason,
         },
     )
 
@@ -146,7 +147,7 @@ def test_dead_letter_flags_valid_message_dead_lettered_and_malformed_in_table() 
 
 
 def test_dead_letter_flags_letter_without_source() -> None:
-    bare = DeadLetter(0, 0, {"icefloe.error.kind": "invalid_json"})
+    bare = DeadLetter(0, 0, {keys.DLQ_ERROR_KIND: "invalid_json"})
     result = run_check("dead_letter", EMPTY, MIXED, Observed({}, [bare]))
     assert "wrong_value" in result.anomalies
 

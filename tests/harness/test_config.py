@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import config
+from harness.stack import config
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from harness.credentials import Secret, load_or_create
+from harness.stack.credentials import load_or_create
+from loader.secret import Secret
 
 
 def test_generated_once_and_private(tmp_path: Path) -> None:

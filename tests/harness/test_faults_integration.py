@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.reference import SAMPLE_ROWS_SQL
+from harness.stack.tables import SAMPLE_ROWS_SQL
 
 pytestmark = pytest.mark.integration
 

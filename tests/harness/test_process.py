@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.process import ManagedProcess
-from harness.readiness import PortOpen, ServiceStartTimeout, wait_ready
+from harness.stack.process import ManagedProcess
+from harness.stack.readiness import PortOpen, ServiceStartTimeout, wait_ready
 
 _SLEEPER = [sys.executable, "-c", "import time; print('sleeper up', flush=True); time.sleep(600)"]
 

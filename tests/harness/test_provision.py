@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import provision
-from harness.layout import Layout
+from harness.provision import steps as provision
+from harness.provision.layout import Layout, cache_dir
 
 
 def test_second_run_does_nothing(
@@ -32,9 +32,7 @@ def test_second_run_does_nothing(
 
 def test_every_real_step_is_cached_after_provisioning() -> None:
     """On a provisioned machine every step reports done (no network is touched)."""
-    from harness import paths
-
-    layout = Layout(paths.cache_dir())
+    layout = Layout(cache_dir())
     if not layout.trino_home.is_dir():
         pytest.skip("cache not provisioned (make provision)")
     assert all(step.done() for step in provision.steps(layout))

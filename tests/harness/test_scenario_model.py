@@ -8,12 +8,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness import report
-from harness.checkers import CHECKERS, CheckResult
-from harness.history import History, select
-from harness.loader_process import KILL_AFTER_COMMIT_ENV, LoaderProcess, LoaderSettings
-from harness.runner import RunResult
-from harness.scenario import PROFILES, ScenarioError, discover, find, load, parse
+from harness.loader_process import LoaderProcess, LoaderSettings
+from harness.provision import jdk, versions
+from harness.provision.layout import Layout
+from harness.scenarios import report
+from harness.scenarios.checkers import CHECKERS, CheckResult
+from harness.scenarios.history import History, select
+from harness.scenarios.model import PROFILES, ScenarioError, discover, find, load, parse
+from harness.scenarios.runner import RunResult
+from loader.config import load_config
+from loader.faultpoints import KILL_AFTER_COMMIT_ENV
+from loader.secret import Secret
 
 MINIMAL = {"steps": [{"do": "start_loader"}], "checks": [{"check": "exactly_once"}]}
 
@@ -73,9 +78,25 @@ def test_breaks_replace_steps_with_only_and_not_in_break() -> None:
     assert [s.do for s in steps if s.runs_in("b")] == ["start_loader", "await_loader_exit"]
 
 
-def test_loader_self_kill_hook_reaches_only_the_first_starts(tmp_path: Path) -> None:
+def _provisioned_cache(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache laid out as `icefloe provision` leaves it, with a Spark jar and a PyPI JDK."""
+    cache = root / "cache"
+    (Layout(cache).spark_jars).mkdir(parents=True)
+    (Layout(cache).spark_jars / "iceberg-spark-runtime.jar").touch()
+    home = jdk.pypi_jdk_home(cache, jdk.pypi_jdk_version(versions.JAVA_RANGES["spark"]))
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "java").touch()
+    (home / "release").write_text('JAVA_VERSION="21.0.8"\n')
+    monkeypatch.setenv(jdk.ENV_NO_SYSTEM_JDK, "1")
+    return cache
+
+
+def test_loader_self_kill_hook_reaches_only_the_first_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     settings = LoaderSettings("l", "lake.s.t", ("t",), kill_after_commit=1, self_kills=1)
-    loader = LoaderProcess(settings, _FakeStack(), tmp_path, History(tmp_path / "h.jsonl"))
+    stack = _FakeStack(config=SimpleNamespace(cache_dir=_provisioned_cache(tmp_path, monkeypatch)))
+    loader = LoaderProcess(settings, stack, tmp_path, History(tmp_path / "h.jsonl"))
     envs: list[dict[str, str]] = []
 
     def fake_start(argv: list[str], env: dict[str, str], cwd: Path) -> int:
@@ -90,6 +111,12 @@ def test_loader_self_kill_hook_reaches_only_the_first_starts(tmp_path: Path) -> 
     assert KILL_AFTER_COMMIT_ENV not in envs[1]
     starts = [e.data for e in loader.history if e.name == "start"]
     assert [d["kill_after_commit"] for d in starts] == [1, None]
+    # The file names the provisioned runtime and loads back; the secret stays out of it.
+    written = loader.config_file.read_text()
+    assert "not-a-secret" not in written
+    config = load_config(loader.config_file, env={})
+    assert config.spark.jars and config.spark.java_home
+    assert config.catalog.s3_secret_key is None
 
 
 _FakeStack = functools.partial(
@@ -97,9 +124,7 @@ _FakeStack = functools.partial(
     bootstrap_servers="localhost:1",
     catalog_uri="http://localhost:2",
     s3_endpoint="http://localhost:3",
-    credentials=SimpleNamespace(
-        access_key="a", secret_key=SimpleNamespace(reveal=lambda: "not-a-secret")
-    ),
+    credentials=SimpleNamespace(access_key="a", secret_key=Secret("not-a-secret")),
 )
 
 

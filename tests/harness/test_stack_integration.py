@@ -11,7 +11,7 @@ from typing import Any
 import psutil
 import pytest
 
-from harness.reference import REFERENCE_COLUMNS, SAMPLE_ROWS_SQL
+from harness.stack.tables import REFERENCE_COLUMNS, SAMPLE_ROWS_SQL
 
 pytestmark = pytest.mark.integration
 

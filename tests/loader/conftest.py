@@ -7,7 +7,6 @@ as a subprocess (``python -m loader``) instead.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -16,36 +15,30 @@ from typing import Any
 
 import pytest
 
-from loader.config import LoaderConfig, load_config
+from harness.loader_config import stack_loader_config
+from loader.config import LoaderConfig
+from loader.secret import Secret
 
 
-def write_config(
-    path: Path, stack: Any, secret_file: Path, table: str, topics: Iterable[str], **extra: Any
-) -> Path:
-    """Write a loader TOML for ``table`` fed by ``topics`` on the test stack."""
-    top: dict[str, Any] = {
-        "loader_id": "test-loader",
-        "table": table,
-        "trigger_interval": "1s",
-        "metrics_port": 0,
-        "checkpoint_location": str(path.parent / (path.stem + "-checkpoint")),
-    }
-    top.update(extra)
-    kafka = top.pop("kafka", {})
-    lines = [f"{k} = {json.dumps(v)}" for k, v in top.items()]
-    lines += [
-        "[kafka]",
-        f"bootstrap = {json.dumps(stack.bootstrap_servers)}",
-        f"topics = {json.dumps(list(topics))}",
-        *(f"{k} = {json.dumps(v)}" for k, v in kafka.items()),
-        "[catalog]",
-        f"uri = {json.dumps(stack.catalog_uri)}",
-        f"s3_endpoint = {json.dumps(stack.s3_endpoint)}",
-        f"s3_access_key = {json.dumps(stack.credentials.access_key)}",
-        f"s3_secret_key_file = {json.dumps(str(secret_file))}",
-    ]
-    path.write_text("\n".join(lines) + "\n")
-    return path
+def make_config(
+    stack: Any,
+    secret_file: Path,
+    table: str,
+    topics: Iterable[str],
+    checkpoint: Path,
+    **settings: Any,
+) -> LoaderConfig:
+    """A loader configuration for ``table`` fed by ``topics`` on the test stack."""
+    settings.setdefault("loader_id", "test-loader")
+    settings.setdefault("trigger_interval", 1.0)
+    return stack_loader_config(
+        stack,
+        table,
+        list(topics),
+        secret=Secret.from_file(secret_file),
+        checkpoint_location=str(checkpoint),
+        **settings,
+    )
 
 
 @pytest.fixture(scope="session")
@@ -61,12 +54,14 @@ def s3_secret_file(stack: Any, tmp_path_factory: pytest.TempPathFactory) -> Path
 def loader_config(
     stack: Any, s3_secret_file: Path, tmp_path: Path
 ) -> Callable[..., tuple[Path, LoaderConfig]]:
-    """Build a loader config file and its parsed form: ``make(table, topics, **settings)``."""
+    """A loader configuration and its TOML file: ``make(table, topics, **settings)``."""
 
-    def make(table: str, topics: Iterable[str], **extra: Any) -> tuple[Path, LoaderConfig]:
-        name = f"loader-{time.monotonic_ns()}.toml"
-        path = write_config(tmp_path / name, stack, s3_secret_file, table, topics, **extra)
-        return path, load_config(path, env={})
+    def make(table: str, topics: Iterable[str], **settings: Any) -> tuple[Path, LoaderConfig]:
+        path = tmp_path / f"loader-{time.monotonic_ns()}.toml"
+        checkpoint = path.with_name(path.stem + "-checkpoint")
+        config = make_config(stack, s3_secret_file, table, topics, checkpoint, **settings)
+        path.write_text(config.to_toml())
+        return path, config
 
     return make
 
@@ -78,14 +73,10 @@ def spark(
     """One Spark session with the `lake` catalog, shared by in-process loader tests."""
     from loader.spark import session
 
-    path = write_config(
-        tmp_path_factory.mktemp("spark") / "session.toml",
-        stack,
-        s3_secret_file,
-        "lake.unused.unused",
-        ["unused"],
+    checkpoint = tmp_path_factory.mktemp("spark") / "checkpoint"
+    spark = session(
+        make_config(stack, s3_secret_file, "lake.unused.unused", ["unused"], checkpoint)
     )
-    spark = session(load_config(path, env={}))
     yield spark
     spark.stop()
 

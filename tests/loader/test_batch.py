@@ -1,4 +1,10 @@
-"""Batch decoding, starting offsets, lag, status text and CLI flags: no services needed."""
+"""Batch decoding, starting offsets, lag, status text and CLI flags: no services needed.
+
+Decoding is tested through what the sink runs: ``decode_arrow`` (in the executors), then
+``side_summary`` and ``merge_side`` (the offset ranges, counts and rejects the driver plans
+the commit with). Skipping what the table already holds is a Spark filter in the sink; the
+integration tests (a restart, a kill after a commit) exercise it.
+"""
 
 from __future__ import annotations
 
@@ -13,16 +19,16 @@ from pyiceberg.schema import Schema
 from loader.batch import (
     POSITION_COLUMN,
     REJECT_COLUMN,
+    BatchSide,
     arrow_decoder,
     decode_arrow,
-    decode_batch,
     decoded_schema,
     merge_side,
-    offset_ranges,
     rejects_from_rows,
     side_summary,
 )
-from loader.cli import _argv, configure_parser
+from loader.cli import configure_parser
+from loader.config import flag_values
 from loader.job import lag
 from loader.offsets import Lease, OffsetRange
 from loader.record import DecodeOptions, RecordDecoder
@@ -58,28 +64,33 @@ def row(i: int) -> bytes:
     return json.dumps({"id": i, "name": f"n{i}"}).encode()
 
 
-def test_decode_batch_splits_rows_and_rejects_and_reports_ranges() -> None:
+def decode(batch: pa.Table) -> tuple[list[dict[str, object]], BatchSide]:
+    """Decode a batch as the sink does: the valid rows it appends and the side it plans with."""
+    decoded = decode_arrow(batch, RecordDecoder(SCHEMA, DecodeOptions()))
+    rows = [
+        {k: v for k, v in r.items() if k not in (REJECT_COLUMN, POSITION_COLUMN)}
+        for r in decoded.to_pylist()
+        if r[REJECT_COLUMN] is None
+    ]
+    side = side_summary([decoded.select([POSITION_COLUMN, REJECT_COLUMN])])
+    return rows, merge_side(r for b in side for r in b.to_pylist())
+
+
+def test_decoding_splits_rows_and_rejects_and_reports_ranges() -> None:
     batch = records([("t", 0, 5, row(5)), ("t", 0, 6, b"{bad"), ("t", 1, 9, row(9))])
-    out = decode_batch(batch, SCHEMA, DecodeOptions())
-    assert out.rows.to_pylist() == [{"id": 5, "name": "n5"}, {"id": 9, "name": "n9"}]
-    assert [(r.meta.offset, r.error.kind.value) for r in out.rejects] == [(6, "invalid_json")]
-    assert out.rejects[0].meta.headers == (("h", b"v"),)
-    assert out.ranges == (OffsetRange("t", 0, 5, 7), OffsetRange("t", 1, 9, 10))
+    rows, side = decode(batch)
+    assert rows == [{"id": 5, "name": "n5"}, {"id": 9, "name": "n9"}]
+    assert [(r.meta.offset, r.error.kind.value) for r in side.rejects] == [(6, "invalid_json")]
+    assert side.rejects[0].meta.headers == (("h", b"v"),)
+    assert side.ranges == (OffsetRange("t", 0, 5, 7), OffsetRange("t", 1, 9, 10))
     epoch = int(dt.datetime(2024, 1, 1, tzinfo=dt.UTC).timestamp() * 1000)
-    assert out.max_timestamp_ms == epoch + 9000
-
-
-def test_decode_batch_skips_what_the_table_already_holds() -> None:
-    batch = records([("t", 0, o, row(o)) for o in range(4)])
-    out = decode_batch(batch, SCHEMA, DecodeOptions(), keep=lambda _t, _p, o: o >= 2)
-    assert [r["id"] for r in out.rows.to_pylist()] == [2, 3]
-    assert out.skipped == 2
-    assert out.ranges == (OffsetRange("t", 0, 0, 4),)
+    assert side.max_timestamp_ms == epoch + 9000
 
 
 def test_empty_batch() -> None:
-    assert offset_ranges(records([])) == ()
-    assert decode_batch(records([]), SCHEMA, DecodeOptions()).rows.num_rows == 0
+    rows, side = decode(records([]))
+    assert rows == []
+    assert (side.ranges, side.count) == ((), 0)
 
 
 def test_decode_arrow_marks_rejects_in_their_own_column() -> None:
@@ -95,7 +106,7 @@ def test_decode_arrow_marks_rejects_in_their_own_column() -> None:
     rejects = rejects_from_rows(r[REJECT_COLUMN] for r in got if r[REJECT_COLUMN] is not None)
     assert [(r.meta.partition, r.meta.offset, r.error.kind.value) for r in rejects] == [
         (0, 6, "invalid_json"),
-        (1, 9, decode_batch(batch, SCHEMA, DecodeOptions()).rejects[1].error.kind.value),
+        (1, 9, "empty_payload"),
     ]
     first = rejects[0]
     assert (first.value, first.meta.key, first.meta.headers) == (b"{bad", b"k", (("h", b"v"),))
@@ -171,9 +182,10 @@ def test_status_text() -> None:
     assert text.splitlines()[-1].split() == ["topic", "0", "10", "15", "5"]
 
 
-def test_cli_flags_become_config_arguments() -> None:
+def test_cli_flags_become_config_settings() -> None:
     parser = configure_parser(argparse.ArgumentParser())
     args = parser.parse_args(["status", "--config", "x.toml", "--kafka-bootstrap", "h:1"])
     assert args.action == "status"
-    assert _argv(args) == ["--config", "x.toml", "--kafka-bootstrap", "h:1"]
+    assert args.config == "x.toml"
+    assert flag_values(args) == {"kafka.bootstrap": "h:1"}
     assert parser.parse_args([]).action == "run"

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from pathlib import Path
 
 import pytest
 
-from loader.config import LoaderConfig, Secret, TableId, load_config
+from loader.cli import build_parser
+from loader.config import (
+    CatalogConfig,
+    KafkaConfig,
+    LoaderConfig,
+    Secret,
+    SparkConfig,
+    TableId,
+    load_config,
+)
 from loader.errors import ConfigError
+from loader.settings import keys
 from loader.transforms import CaseFormat, Projection
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "loader" / "example.toml"
@@ -44,8 +55,8 @@ def test_minimal_file_and_defaults(tmp_path: Path) -> None:
     assert str(cfg.table) == "lake.demo.events"
     assert cfg.kafka.topics == ("events",)
     assert cfg.kafka.starting_offsets == "earliest"
-    assert cfg.kafka.security.protocol == "PLAINTEXT"
-    assert cfg.trigger_interval_s == 5.0
+    assert cfg.kafka.security_protocol == "PLAINTEXT"
+    assert cfg.trigger_interval == 5.0
     assert cfg.spark_trigger == "5000 milliseconds"
     assert cfg.dead_letter_topic is None
     assert cfg.case_insensitive is True
@@ -70,7 +81,7 @@ def test_env_overrides_file_and_flags_override_env(tmp_path: Path) -> None:
     }
     cfg = load(tmp_path, env=env, argv=["--kafka-bootstrap", "cli:9092", "--metrics-port", "9999"])
     assert cfg.kafka.bootstrap == "cli:9092"
-    assert cfg.trigger_interval_s == 0.5
+    assert cfg.trigger_interval == 0.5
     assert cfg.case_insensitive is False
     assert cfg.kafka.topics == ("a", "b")
     assert cfg.metrics_port == 9999
@@ -237,8 +248,8 @@ def test_password_file(tmp_path: Path) -> None:
     secret = write(tmp_path, PASSWORD + "\n", "pw")
     env = {k: v for k, v in SASL_ENV.items() if k != "ICEFLOE_LOADER_KAFKA_PASSWORD"}
     cfg = load(tmp_path, env=env, argv=["--kafka-password-file", str(secret)])
-    assert cfg.kafka.security.password is not None
-    assert cfg.kafka.security.password.reveal() == PASSWORD
+    assert cfg.kafka.password is not None
+    assert cfg.kafka.password.reveal() == PASSWORD
 
 
 def test_later_layer_wins_between_secret_and_secret_file(tmp_path: Path) -> None:
@@ -268,7 +279,7 @@ def test_unreadable_secret_file_names_only_the_path(tmp_path: Path) -> None:
 
 def test_secrets_are_redacted_everywhere(tmp_path: Path) -> None:
     cfg = load(tmp_path, env={**SASL_ENV, "ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY": "s3-secret"})
-    secret = cfg.kafka.security.password
+    secret = cfg.kafka.password
     assert secret is not None
     for text in (repr(secret), str(secret), f"{secret}", f"{secret!r}", repr(cfg), str(cfg)):
         assert PASSWORD not in text
@@ -302,3 +313,126 @@ def test_exactly_once_and_spark_settings(tmp_path: Path) -> None:
     assert cfg.spark.jars == ("/a.jar", "/b.jar")
     with pytest.raises(ConfigError, match=r"spark\.shuffle_partitions"):
         load(tmp_path, argv=["--spark-shuffle-partitions", "0"])
+
+
+# --- one model: names derived from fields, help for every flag, TOML written back ---------
+
+# Every key the loader has ever read; users' files and environments keep working.
+KNOWN_KEYS = [
+    "loader_id",
+    "table",
+    "trigger_interval",
+    "dead_letter_topic",
+    "metrics_port",
+    "lease_ttl",
+    "checkpoint_location",
+    "exactly_once",
+    "case_insensitive",
+    "max_record_bytes",
+    "max_depth",
+    "kafka.bootstrap",
+    "kafka.topics",
+    "kafka.pattern",
+    "kafka.starting_offsets",
+    "kafka.max_offsets_per_trigger",
+    "kafka.security_protocol",
+    "kafka.sasl_mechanism",
+    "kafka.username",
+    "kafka.password",
+    "kafka.password_file",
+    "kafka.ssl_ca_file",
+    "kafka.ssl_cert_file",
+    "kafka.ssl_key_file",
+    "kafka.ssl_key_password",
+    "kafka.ssl_key_password_file",
+    "spark.master",
+    "spark.driver_memory",
+    "spark.shuffle_partitions",
+    "spark.jars",
+    "catalog.uri",
+    "catalog.warehouse",
+    "catalog.s3_endpoint",
+    "catalog.s3_access_key",
+    "catalog.s3_secret_key",
+    "catalog.s3_secret_key_file",
+    "catalog.s3_region",
+    "catalog.s3_path_style",
+    "transform.unnest",
+    "transform.case_from",
+    "transform.case_to",
+    "transform.projections",
+]
+
+
+def test_every_known_key_is_a_setting_with_derived_names() -> None:
+    found = {k.key: k for k in keys(LoaderConfig)}
+    assert set(KNOWN_KEYS) <= set(found)
+    assert set(found) - set(KNOWN_KEYS) == {"spark.java_home"}
+    for key, k in found.items():
+        assert k.env == "ICEFLOE_LOADER_" + key.upper().replace(".", "_")
+        assert k.flag == "--" + key.replace(".", "-").replace("_", "-")
+    secrets = {k.key for k in found.values() if not k.on_command_line}
+    assert secrets == {"kafka.password", "kafka.ssl_key_password", "catalog.s3_secret_key"}
+
+
+def test_every_flag_says_what_it_does() -> None:
+    text = build_parser().format_help()
+    flags = [k for k in keys(LoaderConfig) if k.on_command_line]
+    for k in flags:
+        assert k.flag in text
+        assert k.setting.help and k.env in k.help
+    parser = build_parser()
+    for action in parser._actions:
+        if action.option_strings:
+            assert action.help, action.option_strings
+
+
+def test_to_toml_loads_back_into_the_same_configuration(tmp_path: Path) -> None:
+    secret = write(tmp_path, "s3-secret\n", "s3")
+    env = {**SASL_ENV, "ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY_FILE": str(secret)}
+    text = MINIMAL + (
+        '[transform]\nunnest = "/data"\ncase_from = "lowerCamel"\ncase_to = "lower_underscore"\n'
+        '[transform.projections]\nevent_id = "/id"\n"odd key" = "kafka:offset"\n'
+    )
+    argv = ["--trigger-interval", "750ms", "--spark-jars", "/a.jar,/b.jar"]
+    cfg = load(tmp_path, text, env=env, argv=argv)
+    written = cfg.to_toml()
+    assert "s3-secret" not in written and PASSWORD not in written
+    # The SASL password came from the environment, not a file: it is left out of the file.
+    again = load_config(
+        write(tmp_path, written, "again.toml"), env={"ICEFLOE_LOADER_KAFKA_PASSWORD": PASSWORD}
+    )
+    assert again == cfg
+    assert again.catalog.s3_secret_key == Secret("s3-secret")
+
+
+def test_example_file_round_trips(tmp_path: Path) -> None:
+    secret = write(tmp_path, "minio-secret\n", "s3")
+    env = {"ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY_FILE": str(secret)}
+    cfg = load_config(EXAMPLE, env=env)
+    assert load_config(write(tmp_path, cfg.to_toml(), "again.toml"), env={}) == cfg
+
+
+def test_programs_build_the_model_directly() -> None:
+    cfg = LoaderConfig(
+        table=TableId.parse("lake.s.t"),
+        kafka=KafkaConfig(bootstrap="k:1", topics=("t",)),
+        catalog=CatalogConfig(uri="http://c"),
+        trigger_interval=10.0,
+    )
+    assert cfg.lease_ttl_s == 100.0  # the derived default: ten trigger intervals
+    assert cfg.spark == SparkConfig() and cfg.decode.max_bytes == 1 << 20
+    with pytest.raises(ConfigError, match="dead_letter_topic must not be"):
+        dataclasses.replace(cfg, dead_letter_topic="t")
+    with pytest.raises(ConfigError, match=r"topics or kafka\.pattern"):
+        KafkaConfig(bootstrap="k:1")
+
+
+def test_without_jars_and_outside_spark_submit_the_session_says_what_to_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from loader.spark import session
+
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    with pytest.raises(ConfigError, match=r"\[spark\] jars.*ICEFLOE_LOADER_SPARK_JARS"):
+        session(load(tmp_path))

@@ -10,7 +10,7 @@ from pyiceberg.schema import Schema
 
 from loader import keys
 from loader.errors import MalformedRecord, PoisonMessage, SchemaMismatch
-from loader.record import DecodeOptions, KafkaMeta, RecordDecoder, decode, route_malformed
+from loader.record import DecodeOptions, KafkaMeta, RecordDecoder, route_malformed
 from loader.transforms import CaseFormat, Projection, Transform
 
 SCHEMA = Schema(
@@ -47,7 +47,7 @@ MESSAGE = b'{"id": "ev-1", "data": {"orderId": 7, "lineItems": [{"skuId": "a"}]}
 
 
 def test_decode_runs_the_whole_pipeline() -> None:
-    assert decode(MESSAGE, META, SCHEMA, OPTIONS) == {
+    assert RecordDecoder(SCHEMA, OPTIONS).decode(MESSAGE, META) == {
         "order_id": 7,
         "event_id": "ev-1",
         "kafka_offset": 99,
@@ -61,7 +61,7 @@ def test_decoder_reports_unused_projections() -> None:
 
 
 def test_decode_with_default_options() -> None:
-    assert decode(b'{"order_id": 1}', META, SCHEMA)["order_id"] == 1
+    assert RecordDecoder(SCHEMA).decode(b'{"order_id": 1}', META)["order_id"] == 1
 
 
 @pytest.mark.parametrize(
@@ -80,7 +80,7 @@ def test_decode_with_default_options() -> None:
 )
 def test_decode_errors(payload: bytes | None, kind: str, path: str) -> None:
     with pytest.raises(MalformedRecord) as info:
-        decode(payload, META, SCHEMA, OPTIONS)
+        RecordDecoder(SCHEMA, OPTIONS).decode(payload, META)
     assert (info.value.kind, info.value.path) == (kind, path)
 
 

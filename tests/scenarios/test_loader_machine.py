@@ -28,10 +28,10 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from harness.checkers import run_check
-from harness.faults import LoaderKill
-from harness.runner import RunOptions, ScenarioRun
-from harness.scenario import Step, parse
+from harness.scenarios.checkers import run_check
+from harness.scenarios.faults import LoaderKill
+from harness.scenarios.model import Step, parse
+from harness.scenarios.runner import RunOptions, ScenarioRun
 
 _SIZES = {"soak": (10, 15)}
 _PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from harness import report
-from harness.runner import RunOptions, run_scenario
-from harness.scenario import discover
+from harness.scenarios import report
+from harness.scenarios.model import discover
+from harness.scenarios.runner import RunOptions, run_scenario
 
 PROFILE = os.environ.get("ICEFLOE_SCENARIO_PROFILE", "ci")
 SEED = os.environ.get("ICEFLOE_SCENARIO_SEED")

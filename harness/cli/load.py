@@ -1,0 +1,35 @@
+"""`icefloe load [run|status]`: the loader's own command line, on the provisioned Spark runtime.
+
+The flags, the configuration file and the environment are the loader's (`loader.cli`); the one
+thing the harness adds is the Spark jars and Java home `icefloe provision` fetched, wherever the
+configuration names none. `python -m loader` is the same command without that help: there the
+configuration (or spark-submit) must name the jars.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from harness.stack import config as stack_config
+from loader import cli as loader_cli
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``load`` on the entry point's sub-parsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "load",
+        help="load Kafka JSON into an Iceberg table (Spark streaming), or show its status",
+        description="Stream JSON from Kafka into an Iceberg table, exactly once.",
+    )
+    loader_cli.configure_parser(parser)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the loader with the provisioned Spark runtime filled in."""
+    from harness.loader_config import with_provisioned_spark
+
+    cache = stack_config.load(args.stack_config).cache_dir
+    return loader_cli.run(args, prepare=lambda config: with_provisioned_spark(config, cache))

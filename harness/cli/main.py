@@ -1,0 +1,54 @@
+"""The `icefloe` command: provision, run and inspect the local stack, and the tools built on it.
+
+    icefloe provision | up | down | status | logs SERVICE | sql "SELECT ..."   (cli/stack.py)
+    icefloe stop|start|kill|pause|resume|restart SERVICE       (fault hooks, cli/stack.py)
+    icefloe demo                                               (cli/demo.py)
+    icefloe load ...      the loader, with the provisioned Spark runtime (cli/load.py)
+    icefloe publish ...   the synthetic publisher                (publisher/cli.py)
+    icefloe scenario ...  list and run scenarios                 (scenarios/cli.py)
+
+Heavy libraries (pyspark, pyiceberg) are imported only by the commands that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from harness.cli import demo, load, stack
+from harness.console import say
+from harness.scenarios import cli as scenario_cli
+from publisher import cli as publisher_cli
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line; each command group registers its own sub-commands."""
+    parser = argparse.ArgumentParser(prog="icefloe", description=__doc__.split("\n")[0])
+    parser.add_argument("--stack-config", type=Path, default=None, help="icefloe.toml with [stack]")
+    sub = parser.add_subparsers(dest="command", required=True)
+    stack.add_parsers(sub)
+    demo.add_parser(sub)
+    load.add_parser(sub)
+    publisher_cli.add_parser(sub)
+    scenario_cli.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns its exit code (1 with one clear line on any error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+        return code
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # the CLI's last line of defence: one clear line, exit 1
+        say(f"[red]error[/] {type(exc).__name__}: {exc}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

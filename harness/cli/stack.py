@@ -1,0 +1,113 @@
+"""`icefloe provision | up | down | status | logs | sql` and the fault hooks on one service.
+
+icefloe provision | up | down | status | logs SERVICE | sql "SELECT ..."
+icefloe stop|start|kill|pause|resume|restart SERVICE
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from harness.console import print_table, say
+from harness.stack import config as stack_config
+
+CONTROL = ("stop", "start", "kill", "pause", "resume", "restart")
+SERVICES = ("kafka", "minio", "catalog", "trino")
+
+
+def open_stack(args: argparse.Namespace) -> Any:
+    """The stack the command line names (``--stack-config``, then the environment)."""
+    from harness.stack.lakehouse import Stack
+
+    return Stack(stack_config.load(args.stack_config))
+
+
+def provision(args: argparse.Namespace) -> int:
+    """Fetch every artifact into the cache (idempotent)."""
+    from harness.provision.layout import Layout
+    from harness.provision.steps import provision as run_steps
+
+    run_steps(Layout(stack_config.load(args.stack_config).cache_dir))
+    return 0
+
+
+def _up(args: argparse.Namespace) -> int:
+    if not args.no_provision:
+        provision(args)
+    open_stack(args).up()
+    say("stop it with `icefloe down` (or `make down`)")
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    open_stack(args).down()
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    stack = open_stack(args)
+    rows = []
+    for s in stack.status():
+        state = (
+            "paused"
+            if s.paused
+            else ("healthy" if s.healthy else "down" if not s.pid else "unhealthy")
+        )
+        rss = f"{s.rss_bytes / 2**20:.0f} MiB" if s.pid else "-"
+        rows.append((s.name, s.pid or "-", ",".join(map(str, s.ports)), state, rss))
+    print_table(("service", "pid", "ports", "state", "memory (RSS)"), rows)
+    return 0 if stack.healthy() else 1
+
+
+def _logs(args: argparse.Namespace) -> int:
+    print(open_stack(args).service(args.service).logs(args.lines))
+    return 0
+
+
+def _sql(args: argparse.Namespace) -> int:
+    from trino.exceptions import TrinoQueryError
+
+    from harness.stack.sql import run_and_print
+
+    text = sys.stdin.read() if args.statement == "-" else args.statement
+    try:
+        run_and_print(open_stack(args).trino_connection(), text)
+    except TrinoQueryError as exc:
+        say(f"[red]error[/] {exc.error_name}: {exc.message}")
+        return 1
+    return 0
+
+
+def _control(args: argparse.Namespace) -> int:
+    service = open_stack(args).service(args.service)
+    result = getattr(service, args.command)()
+    took = f" ({result:.1f} s to ready)" if isinstance(result, float) else ""
+    say(f"{args.command} {args.service}: done{took}")
+    return 0
+
+
+def add_parsers(sub: Any) -> None:
+    """Register the stack's commands on the entry point's sub-parsers."""
+
+    def add(name: str, handler: Any, help_: str) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = sub.add_parser(name, help=help_, description=help_)
+        parser.set_defaults(func=handler)
+        return parser
+
+    add("provision", provision, "fetch every artifact into the cache (idempotent)")
+    add("up", _up, "start the stack").add_argument(
+        "--no-provision", action="store_true", help="do not check the cache first"
+    )
+    add("down", _down, "stop the stack")
+    add("status", _status, "pid, ports, health and memory of each service")
+    logs = add("logs", _logs, "the tail of a service's log")
+    logs.add_argument("service", choices=SERVICES, help="whose log")
+    logs.add_argument("-n", "--lines", type=int, default=100, help="how many lines")
+    sql = add("sql", _sql, "run SQL on Trino and print the result ('-' reads stdin)")
+    sql.add_argument("statement", help="one or more statements separated by ';', or '-'")
+    for verb in CONTROL:
+        add(verb, _control, f"{verb} one service").add_argument(
+            "service", choices=SERVICES, help="which service"
+        )

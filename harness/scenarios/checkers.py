@@ -1,0 +1,791 @@
+"""Checkers: pure verdicts over a run's history, its ledger and what Trino and Kafka returned.
+
+A checker never talks to a service. The runner records a :class:`~harness.history.History`,
+reads the table and the dead-letter topic once at the end into an :class:`Observed`, and then
+every checker named by the scenario turns (history, ledger entries, observed, params) into a
+:class:`CheckResult`: ``valid``, ``invalid`` (with named anomalies and examples) or
+``unknown`` (the run did not exercise what the check is about, so it proves nothing).
+
+Anomaly names are the vocabulary of the reports:
+
+- ``lost``: a valid message is not in the table (or a malformed one not in the dead-letter topic)
+- ``duplicated``: a message is in the table more than once
+- ``misrouted``: a valid message went to the dead-letter topic, or a malformed one to the table
+- ``stale``: a message did not become visible within the bound
+- ``wrong_value``: a row or dead letter is there, but with the wrong content
+- ``unexpected``: a row the ledger never sent
+- ``undeleted``: a row that retention deleted came back
+- ``not_compacted``: compaction did not reduce the data file count
+- ``not_halted``: the loader went on past a message it should have stopped at
+- ``loader_error``: the loader exited when nothing should have stopped it
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.scenarios.history import Event, History, select
+from loader import keys
+from publisher.ledger import LedgerEntry
+from publisher.malformations import MALFORMATIONS
+
+VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
+_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """One record read back from a dead-letter topic.
+
+    Attributes:
+        partition: Partition in the dead-letter topic.
+        offset: Offset in the dead-letter topic.
+        headers: Header values decoded as UTF-8 (last value wins for repeated names).
+        value: The original payload, or ``None``.
+    """
+
+    partition: int
+    offset: int
+    headers: Mapping[str, str]
+    value: bytes | None = None
+
+    @property
+    def source(self) -> tuple[str, int, int] | None:
+        """(topic, partition, offset) of the original message, if the headers say."""
+        try:
+            return (
+                self.headers[keys.DLQ_SOURCE_TOPIC],
+                int(self.headers[keys.DLQ_SOURCE_PARTITION]),
+                int(self.headers[keys.DLQ_SOURCE_OFFSET]),
+            )
+        except (KeyError, ValueError):
+            return None
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the run read back from the services, gathered once after the timeline.
+
+    Attributes:
+        table_counts: For every event id in the table, how many rows carry it.
+        dead_letters: Every record of the dead-letter topic.
+        reads: Named reads taken during the run (e.g. ids visible before a DELETE).
+        facts: What the runner knows from generation, e.g. event times by id.
+    """
+
+    table_counts: Mapping[str, int] = field(default_factory=dict)
+    dead_letters: Sequence[DeadLetter] = ()
+    reads: Mapping[str, Any] = field(default_factory=dict)
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Anomaly:
+    """One named kind of failure found by a check.
+
+    Attributes:
+        name: The anomaly's name (see the module docstring).
+        count: How many instances were found.
+        examples: A few instances, as short text.
+    """
+
+    name: str
+    count: int = 0
+    examples: list[str] = field(default_factory=list)
+
+    def add(self, example: str) -> None:
+        self.count += 1
+        if len(self.examples) < _EXAMPLES:
+            self.examples.append(example)
+
+
+@dataclass
+class CheckResult:
+    """A checker's verdict.
+
+    Attributes:
+        check: The checker's name.
+        verdict: ``valid``, ``invalid`` or ``unknown``.
+        summary: One line for humans.
+        anomalies: Named anomalies found (empty when valid).
+        stats: Numbers worth reporting (counts, latencies).
+    """
+
+    check: str
+    verdict: str
+    summary: str
+    anomalies: dict[str, Anomaly] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == VALID
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "verdict": self.verdict,
+            "summary": self.summary,
+            "anomalies": {
+                n: {"count": a.count, "examples": a.examples} for n, a in self.anomalies.items()
+            },
+            "stats": self.stats,
+        }
+
+
+class _Found:
+    """Collects anomalies while a checker works."""
+
+    def __init__(self) -> None:
+        self.anomalies: dict[str, Anomaly] = {}
+
+    def add(self, name: str, example: str) -> None:
+        self.anomalies.setdefault(name, Anomaly(name)).add(example)
+
+    def result(self, check: str, ok_summary: str, stats: dict[str, Any]) -> CheckResult:
+        if not self.anomalies:
+            return CheckResult(check, VALID, ok_summary, {}, stats)
+        parts = ", ".join(f"{a.count} {n}" for n, a in self.anomalies.items())
+        return CheckResult(check, INVALID, parts, self.anomalies, stats)
+
+
+Checker = Callable[[History, Sequence[LedgerEntry], Observed, Mapping[str, Any]], CheckResult]
+CHECKERS: dict[str, Checker] = {}
+
+
+def checker(name: str) -> Callable[[Checker], Checker]:
+    """Register a checker under the name scenarios use."""
+
+    def register(fn: Checker) -> Checker:
+        CHECKERS[name] = fn
+        return fn
+
+    return register
+
+
+def run_check(
+    name: str,
+    history: History,
+    ledger: Sequence[LedgerEntry],
+    observed: Observed,
+    params: Mapping[str, Any] | None = None,
+) -> CheckResult:
+    """Run the named checker; a checker that raises yields ``unknown``, never a pass.
+
+    Args:
+        name: A key of :data:`CHECKERS`.
+        history: The run's history.
+        ledger: Every ledger entry of the run (all publish phases).
+        observed: What was read back.
+        params: The scenario's parameters for this check.
+
+    Returns:
+        The verdict.
+
+    Raises:
+        KeyError: For an unknown checker name.
+    """
+    fn = CHECKERS[name]
+    try:
+        return fn(history, ledger, observed, params or {})
+    except Exception as exc:  # a broken checker must not turn into a pass
+        return CheckResult(name, UNKNOWN, f"checker raised {type(exc).__name__}: {exc}")
+
+
+def _valid(ledger: Sequence[LedgerEntry]) -> list[LedgerEntry]:
+    return [e for e in ledger if e.delivered and e.status == "valid"]
+
+
+def _malformed(ledger: Sequence[LedgerEntry]) -> list[LedgerEntry]:
+    return [e for e in ledger if e.delivered and e.status == "malformed"]
+
+
+def _coords(e: LedgerEntry) -> tuple[str, int, int]:
+    return (e.topic, e.partition, -1 if e.offset is None else e.offset)
+
+
+def _where(e: LedgerEntry) -> str:
+    return f"{e.event_id} ({e.topic}/{e.partition}@{e.offset})"
+
+
+@checker("exactly_once")
+def check_exactly_once(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """Every valid delivered message is in the table exactly once, and nothing else is.
+
+    Returns:
+        ``invalid`` with ``lost``, ``duplicated``, ``misrouted`` (a malformed message's id in
+        the table) or ``unexpected`` (an id the ledger never sent); ``unknown`` when nothing
+        valid was delivered.
+    """
+    valid = _valid(ledger)
+    if not valid:
+        return CheckResult("exactly_once", UNKNOWN, "no valid message was delivered")
+    found = _Found()
+    counts = observed.table_counts
+    expected = {e.event_id for e in valid}
+    for e in valid:
+        n = counts.get(e.event_id, 0)
+        if n == 0:
+            found.add("lost", _where(e))
+        elif n > 1:
+            found.add("duplicated", f"{_where(e)} x{n}")
+    malformed = {e.event_id for e in _malformed(ledger)}
+    for eid in counts.keys() - expected:
+        found.add("misrouted" if eid in malformed else "unexpected", eid)
+    rows = sum(counts.values())
+    stats = {"expected": len(expected), "rows": rows, "distinct": len(counts)}
+    return found.result(
+        "exactly_once", f"{len(expected)} valid messages, {rows} rows, all exactly once", stats
+    )
+
+
+@checker("dead_letter")
+def check_dead_letter(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """Every malformed message is in the dead-letter topic with its reason and source.
+
+    Params:
+        kinds: malformation names that must each have been sent (else ``unknown``).
+        check_path: also compare the reported field path with the ledger's target.
+
+    Returns:
+        ``invalid`` with ``lost`` (malformed message not dead-lettered), ``misrouted`` (valid
+        message dead-lettered, or malformed one in the table), ``wrong_value`` (wrong kind,
+        path or empty reason, or no source coordinates); ``unknown`` when a required kind
+        was never sent.
+    """
+    malformed = _malformed(ledger)
+    by_source: dict[tuple[str, int, int], list[DeadLetter]] = defaultdict(list)
+    found = _Found()
+    for letter in observed.dead_letters:
+        src = letter.source
+        if src is None:
+            found.add("wrong_value", f"dead letter {letter.partition}@{letter.offset}: no source")
+            continue
+        by_source[src].append(letter)
+    check_path = bool(params.get("check_path", True))
+    for e in malformed:
+        letters = by_source.get(_coords(e), [])
+        if not letters:
+            found.add("lost", f"{_where(e)} kind {e.kind}: not in the dead-letter topic")
+            continue
+        letter = letters[0]
+        want = MALFORMATIONS[e.kind].loader_kind if e.kind in MALFORMATIONS else None
+        got = letter.headers.get(keys.DLQ_ERROR_KIND)
+        if want is not None and got != want:
+            found.add("wrong_value", f"{_where(e)} {e.kind}: kind {got!r}, expected {want!r}")
+        elif check_path and e.target and letter.headers.get(keys.DLQ_ERROR_PATH) != e.target:
+            path = letter.headers.get(keys.DLQ_ERROR_PATH)
+            found.add("wrong_value", f"{_where(e)} {e.kind}: path {path!r}, expected {e.target!r}")
+        elif not letter.headers.get(keys.DLQ_ERROR_REASON):
+            found.add("wrong_value", f"{_where(e)} {e.kind}: no reason")
+    for e in _valid(ledger):
+        if _coords(e) in by_source:
+            found.add("misrouted", f"valid {_where(e)} in the dead-letter topic")
+    for e in malformed:
+        if observed.table_counts.get(e.event_id):
+            found.add("misrouted", f"malformed {_where(e)} ({e.kind}) in the table")
+    sent_kinds = Counter(e.kind for e in malformed)
+    stats: dict[str, Any] = {
+        "malformed": len(malformed),
+        "dead_letters": len(observed.dead_letters),
+        "redelivered": sum(len(v) - 1 for v in by_source.values()),
+        "kinds": dict(sorted(sent_kinds.items())),
+    }
+    required = set(params.get("kinds", ()))
+    missing = sorted(required - set(sent_kinds))
+    result = found.result(
+        "dead_letter",
+        f"{len(malformed)} malformed messages of {len(sent_kinds)} kinds, all dead-lettered",
+        stats,
+    )
+    if result.ok and missing:
+        return CheckResult(
+            "dead_letter", UNKNOWN, f"kinds never sent: {', '.join(missing)}", {}, stats
+        )
+    if result.ok and not malformed:
+        return CheckResult("dead_letter", UNKNOWN, "no malformed message was sent", {}, stats)
+    return result
+
+
+@checker("retention")
+def check_retention(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """After a DELETE of old rows: retained rows exactly once, deleted rows stay gone.
+
+    Uses the ``delete`` SQL event's ``cutoff_micros``, ``facts["event_times"]`` (event id to
+    event time in epoch microseconds) and ``reads["before_delete"]`` (ids visible just before
+    the DELETE ran). An old message loaded only after the DELETE may be present, once.
+
+    Returns:
+        ``invalid`` with ``lost``/``duplicated`` (retained rows), ``undeleted`` (an old row
+        that was visible before the DELETE is still there), ``duplicated`` (old rows);
+        ``unknown`` when no DELETE ran or no old/new rows were sent.
+    """
+    deletes = [e for e in select(history, kind="sql", phase="ok") if "cutoff_micros" in e.data]
+    if not deletes:
+        return CheckResult("retention", UNKNOWN, "no retention DELETE ran")
+    cutoff = int(deletes[-1].data["cutoff_micros"])
+    times: Mapping[str, int] = observed.facts["event_times"]
+    before = set(observed.reads.get("before_delete", ()))
+    found = _Found()
+    old = new = 0
+    for e in _valid(ledger):
+        n = observed.table_counts.get(e.event_id, 0)
+        if times[e.event_id] >= cutoff:
+            new += 1
+            if n == 0:
+                found.add("lost", _where(e))
+            elif n > 1:
+                found.add("duplicated", f"{_where(e)} x{n}")
+        else:
+            old += 1
+            if n and e.event_id in before:
+                found.add("undeleted", f"{_where(e)} visible before the DELETE and still there")
+            elif n > 1:
+                found.add("duplicated", f"old {_where(e)} x{n}")
+    stats = {"retained_expected": new, "old": old, "old_visible_before_delete": len(before)}
+    if not old or not new:
+        return CheckResult("retention", UNKNOWN, f"{old} old and {new} new rows sent", {}, stats)
+    return found.result(
+        "retention", f"{new} retained rows exactly once, {old} old rows deleted or late", stats
+    )
+
+
+_POISON = re.compile(r"topic '?([^' ]+)'? partition (\d+) offset (\d+)")
+
+
+@checker("halted")
+def check_halted(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """Without a dead-letter topic the loader stops at the first malformed message, naming it.
+
+    Reads the first unplanned loader exit in the history (``loader``/``exit`` with
+    ``expected`` false) and its ``message`` (the log tail).
+
+    Returns:
+        ``invalid`` with ``not_halted`` (no exit, or a valid row past the first malformed
+        message was loaded before the exit) or ``wrong_value`` (the exit names another
+        message); ``unknown`` when no malformed message was sent.
+    """
+    malformed = sorted(_malformed(ledger), key=lambda e: (e.partition, e.offset or 0))
+    if not malformed:
+        return CheckResult("halted", UNKNOWN, "no malformed message was sent")
+    first_by_partition: dict[int, LedgerEntry] = {}
+    for e in malformed:
+        first_by_partition.setdefault(e.partition, e)
+    exits = [e for e in select(history, "loader", "exit") if not e.data.get("expected")]
+    found = _Found()
+    if not exits:
+        found.add("not_halted", "the loader never stopped")
+        return found.result("halted", "", {})
+    text = str(exits[0].data.get("message", ""))
+    named = [(t, int(p), int(o)) for t, p, o in _POISON.findall(text)]
+    firsts = {(e.topic, e.partition, e.offset) for e in first_by_partition.values()}
+    if not named:
+        found.add("wrong_value", "the loader's exit names no topic/partition/offset")
+    elif not any(n in firsts for n in named):
+        found.add("wrong_value", f"the loader named {named[0]}, first malformed: {sorted(firsts)}")
+    past = observed.reads.get("visible_at_halt", ())
+    limits = {p: e.offset or 0 for p, e in first_by_partition.items()}
+    by_id = {e.event_id: e for e in _valid(ledger)}
+    for eid in past:
+        loaded = by_id.get(eid)
+        if loaded is not None and (loaded.offset or 0) > limits.get(loaded.partition, 2**63):
+            found.add("not_halted", f"{_where(loaded)} loaded past the first malformed message")
+    return found.result(
+        "halted",
+        f"halted at {named[0][0]}/{named[0][1]}@{named[0][2]}" if named else "halted",
+        {"exit_code": exits[0].data.get("code")},
+    )
+
+
+@checker("column_values")
+def check_column_values(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """A column is NULL for rows of some publish phases and holds a value for others.
+
+    Params:
+        column: the column name; ``reads["column:<name>"]`` maps event id to its value.
+        null_phases: phases whose rows must read NULL.
+        filled_phases: phases whose rows must hold ``value``.
+        value: the expected value.
+
+    Returns:
+        ``invalid`` with ``wrong_value``; ``unknown`` if a phase sent no valid rows.
+    """
+    column = params["column"]
+    values: Mapping[str, Any] = observed.reads.get(f"column:{column}", {})
+    phases: Mapping[str, Sequence[str]] = observed.facts.get("phases", {})
+    valid_ids = {e.event_id for e in _valid(ledger)}
+    found = _Found()
+    stats: dict[str, Any] = {}
+    for phase_list, want_null in (
+        (params.get("null_phases", ()), True),
+        (params["filled_phases"], False),
+    ):
+        for phase in phase_list:
+            ids = [i for i in phases.get(phase, ()) if i in valid_ids]
+            stats[f"{phase}_rows"] = len(ids)
+            if not ids:
+                return CheckResult("column_values", UNKNOWN, f"phase {phase} sent no rows")
+            for eid in ids:
+                if eid not in values:
+                    continue  # absence is the exactly_once checker's business
+                got = values[eid]
+                if want_null and got is not None:
+                    found.add("wrong_value", f"{eid} ({phase}): {column}={got!r}, expected NULL")
+                elif not want_null and got != params["value"]:
+                    found.add(
+                        "wrong_value",
+                        f"{eid} ({phase}): {column}={got!r}, expected {params['value']!r}",
+                    )
+    return found.result("column_values", f"{column} NULL before, filled after", stats)
+
+
+@checker("column_absent")
+def check_column_absent(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """A dropped column is gone from the table (``reads["columns"]``)."""
+    columns = list(observed.reads.get("columns", ()))
+    found = _Found()
+    if not columns:
+        return CheckResult("column_absent", UNKNOWN, "the table's columns were not read")
+    if params["column"] in columns:
+        found.add("wrong_value", f"column {params['column']} still in the table")
+    return found.result("column_absent", f"column {params['column']} is gone", {})
+
+
+@checker("loader_steady")
+def check_loader_steady(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """The loader never exited on its own (kills and stops by the harness do not count).
+
+    Returns:
+        ``invalid`` with ``loader_error`` for each unplanned exit.
+    """
+    found = _Found()
+    for e in select(history, "loader", "exit"):
+        if not e.data.get("expected"):
+            found.add(
+                "loader_error",
+                f"exit code {e.data.get('code')}: {e.data.get('message', '')[-300:]}",
+            )
+    starts = len(select(history, "loader", "start", "ok"))
+    return found.result("loader_steady", "the loader never stopped by itself", {"starts": starts})
+
+
+@checker("compaction")
+def check_compaction(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """Compaction lowers the data file count and leaves the rows unchanged.
+
+    ``reads["compaction"]`` holds ``before`` and ``after``: the snapshot before the rewrite
+    (its parent) and the rewrite snapshot itself, each with ``files`` and ``rows`` (a tuple
+    of aggregates over the rows as of that snapshot).
+
+    Returns:
+        ``invalid`` with ``not_compacted`` or ``wrong_value``; ``unknown`` without a rewrite.
+    """
+    read = observed.reads.get("compaction")
+    if not read:
+        return CheckResult("compaction", UNKNOWN, "no rewrite snapshot was found")
+    before, after = read["before"], read["after"]
+    found = _Found()
+    if not after["files"] < before["files"]:
+        found.add("not_compacted", f"data files {before['files']} -> {after['files']}")
+    if list(before["rows"]) != list(after["rows"]):
+        found.add("wrong_value", f"rows {before['rows']} -> {after['rows']}")
+    stats = {"files_before": before["files"], "files_after": after["files"], "rows": before["rows"]}
+    return found.result(
+        "compaction", f"data files {before['files']} -> {after['files']}, rows unchanged", stats
+    )
+
+
+@checker("partitions_loaded")
+def check_partitions_loaded(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """Partitions added mid-run are loaded: each holds valid messages, all in the table.
+
+    Params:
+        from_partition: the first partition number that was added.
+
+    Returns:
+        ``invalid`` with ``lost``; ``unknown`` when no message landed in a new partition.
+    """
+    first = int(params["from_partition"])
+    per: dict[int, list[LedgerEntry]] = defaultdict(list)
+    for e in _valid(ledger):
+        per[e.partition].append(e)
+    new = {p: es for p, es in per.items() if p >= first}
+    if not new:
+        return CheckResult("partitions_loaded", UNKNOWN, "no message landed in a new partition")
+    found = _Found()
+    for es in new.values():
+        for e in es:
+            if not observed.table_counts.get(e.event_id):
+                found.add("lost", f"{_where(e)} in a new partition")
+    stats = {f"partition_{p}": len(es) for p, es in sorted(per.items())}
+    return found.result("partitions_loaded", f"new partitions {sorted(new)} loaded", stats)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) by the nearest-rank method.
+
+    Args:
+        values: A non-empty sequence.
+        q: The percentile.
+
+    Returns:
+        The value at that rank.
+
+    Raises:
+        ValueError: For an empty sequence.
+    """
+    if not values:
+        raise ValueError("no values")
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def _trigger_interval(history: History) -> float | None:
+    starts = select(history, "loader", "start", "invoke")
+    return float(starts[0].data["trigger_interval_s"]) if starts else None
+
+
+@checker("freshness")
+def check_freshness(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """Publish-to-visible latency: p50 and p99 against bounds taken from the trigger interval.
+
+    ``reads["first_seen"]`` maps event id to the wall time (epoch seconds) a poll of Trino
+    first saw it; the ledger's Kafka timestamp is the publish time. The bound is
+    ``triggers * trigger_interval + slack_s`` for each of p50 and p99.
+
+    Params:
+        p50_triggers, p99_triggers, slack_s: the bounds.
+        phase: measure only this publish phase (``facts["phases"]``).
+
+    Returns:
+        ``invalid`` with ``stale`` (a percentile over its bound, or a message never seen);
+        ``unknown`` without a trigger interval or samples.
+    """
+    trigger = _trigger_interval(history)
+    seen: Mapping[str, float] = observed.reads.get("first_seen", {})
+    valid = [e for e in _valid(ledger) if e.timestamp is not None]
+    if "phase" in params:
+        # Only messages published while the probe ran are measured.
+        in_phase = set(observed.facts.get("phases", {}).get(params["phase"], ()))
+        valid = [e for e in valid if e.event_id in in_phase]
+    if trigger is None or not valid:
+        return CheckResult("freshness", UNKNOWN, "no loader start or no timestamped messages")
+    found = _Found()
+    latencies = []
+    for e in valid:
+        if e.event_id not in seen:
+            found.add("stale", f"{_where(e)} never seen by the probe")
+            continue
+        latencies.append(seen[e.event_id] - (e.timestamp or 0) / 1000)
+    if not latencies:
+        return CheckResult("freshness", UNKNOWN, "the probe saw nothing")
+    slack = float(params.get("slack_s", 5.0))
+    bounds = {
+        "p50": float(params.get("p50_triggers", 2)) * trigger + slack,
+        "p99": float(params.get("p99_triggers", 4)) * trigger + slack,
+    }
+    stats: dict[str, Any] = {"samples": len(latencies), "trigger_interval_s": trigger}
+    for name, q in (("p50", 50), ("p99", 99)):
+        value = percentile(latencies, q)
+        stats[f"{name}_s"] = round(value, 3)
+        stats[f"{name}_bound_s"] = round(bounds[name], 3)
+        if value > bounds[name]:
+            found.add("stale", f"{name} {value:.2f} s over its bound {bounds[name]:.2f} s")
+    stats["max_s"] = round(max(latencies), 3)
+    return found.result(
+        "freshness",
+        f"p50 {stats['p50_s']:.2f} s (bound {bounds['p50']:.1f}), "
+        f"p99 {stats['p99_s']:.2f} s (bound {bounds['p99']:.1f})",
+        stats,
+    )
+
+
+@checker("values")
+def check_values(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """Rows hold the values generated for them, in the expected (renamed) columns.
+
+    ``facts["expected_rows"]`` maps event id to expected column values and
+    ``reads["rows"]`` maps event id to what Trino returned for the same columns. Kafka
+    metadata columns are compared with the ledger (``kafka_partition``, ``kafka_offset``).
+
+    Returns:
+        ``invalid`` with ``wrong_value``; ``unknown`` if nothing could be compared.
+    """
+    expected: Mapping[str, Mapping[str, Any]] = observed.facts.get("expected_rows", {})
+    rows: Mapping[str, Mapping[str, Any]] = observed.reads.get("rows", {})
+    by_id = {e.event_id: e for e in _valid(ledger)}
+    found = _Found()
+    compared = 0
+    for eid, want in expected.items():
+        got = rows.get(eid)
+        if got is None:
+            continue
+        compared += 1
+        entry = by_id.get(eid)
+        full = dict(want)
+        if entry is not None:
+            full.setdefault("kafka_partition", entry.partition)
+            full.setdefault("kafka_offset", entry.offset)
+        for column, value in full.items():
+            if column not in got:
+                continue
+            if not _same(got[column], value):
+                found.add("wrong_value", f"{eid}: {column}={got[column]!r}, expected {value!r}")
+    if not compared:
+        return CheckResult("values", UNKNOWN, "no row could be compared")
+    return found.result(
+        "values", f"{compared} rows hold their generated values", {"rows": compared}
+    )
+
+
+def _same(got: Any, want: Any) -> bool:
+    if isinstance(want, float) and isinstance(got, int | float):
+        return math.isclose(got, want, rel_tol=1e-12, abs_tol=0.0) or got == want
+    return bool(got == want)
+
+
+@checker("faults_exercised")
+def check_faults_exercised(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """The run injected the faults it claims to test (so a pass means something).
+
+    Params:
+        fault: the fault name to count (``inject`` events of kind ``fault``).
+        min_injections: at least this many injections.
+        min_during_commit: at least this many with ``during_commit`` true.
+        min_healed: every injection healed (default) unless set lower.
+
+    Returns:
+        ``unknown`` if fewer faults happened than required, else ``valid``.
+    """
+    name = params["fault"]
+    injected = [e for e in select(history, "fault", phase="ok") if e.name == f"{name}.inject"]
+    healed = [e for e in select(history, "fault", phase="ok") if e.name == f"{name}.heal"]
+    commits = sum(
+        1
+        for e in select(history, "fault", phase="info")
+        if e.name == f"{name}.commit" and e.data.get("during_commit")
+    )
+    stats = {"injected": len(injected), "healed": len(healed), "during_commit": commits}
+    need = int(params.get("min_injections", 1))
+    need_commit = int(params.get("min_during_commit", 0))
+    if len(injected) < need or commits < need_commit or len(healed) < len(injected):
+        return CheckResult(
+            "faults_exercised",
+            UNKNOWN,
+            f"{name}: {len(injected)} injected (need {need}), {commits} during a commit "
+            f"(need {need_commit}), {len(healed)} healed",
+            {},
+            stats,
+        )
+    return CheckResult(
+        "faults_exercised",
+        VALID,
+        f"{name}: {len(injected)} injected, {commits} during a commit, all healed",
+        {},
+        stats,
+    )
+
+
+@checker("snapshots_expired")
+def check_snapshots_expired(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """Snapshot expiry really removed snapshots (so a pass of the other checks means something).
+
+    Reads the ``read``/``snapshots`` events the runner records around ``expire_snapshots``
+    (table snapshot count ``before`` and ``after``).
+
+    Returns:
+        ``valid`` when an expiry left fewer snapshots than it found, else ``unknown``.
+    """
+    reads = [e for e in select(history, "read", phase="ok") if e.name == "snapshots"]
+    stats = {"expiries": len(reads)}
+    for e in reads:
+        before, after = int(e.data.get("before", 0)), int(e.data.get("after", 0))
+        if after < before:
+            stats.update(before=before, after=after)
+            return CheckResult(
+                "snapshots_expired", VALID, f"snapshots {before} -> {after}", {}, stats
+            )
+    counts = ", ".join(f"{e.data.get('before')} -> {e.data.get('after')}" for e in reads)
+    return CheckResult(
+        "snapshots_expired", UNKNOWN, f"no expiry removed a snapshot ({counts or 'none ran'})",
+        {}, stats,
+    )  # fmt: skip
+
+
+def fault_windows(history: History) -> list[tuple[str, float, float | None]]:
+    """(fault name, inject time, heal time or None) for every injection, for reports.
+
+    Args:
+        history: The run's history.
+
+    Returns:
+        One tuple per injection, in order.
+    """
+    windows: list[tuple[str, float, float | None]] = []
+    open_: dict[str, list[int]] = defaultdict(list)
+    for e in select(history, "fault", phase="ok"):
+        base, _, what = e.name.rpartition(".")
+        if what == "inject":
+            open_[base].append(len(windows))
+            windows.append((base, e.time, None))
+        elif what == "heal" and open_[base]:
+            i = open_[base].pop(0)
+            windows[i] = (windows[i][0], windows[i][1], e.time)
+    return windows
+
+
+def summarize(results: Sequence[CheckResult]) -> str:
+    """``valid`` if every result is valid, else ``invalid`` if any is, else ``unknown``."""
+    verdicts = {r.verdict for r in results}
+    if verdicts <= {VALID}:
+        return VALID
+    return INVALID if INVALID in verdicts else UNKNOWN
+
+
+__all__ = [
+    "CHECKERS",
+    "INVALID",
+    "UNKNOWN",
+    "VALID",
+    "Anomaly",
+    "CheckResult",
+    "DeadLetter",
+    "Event",
+    "Observed",
+    "fault_windows",
+    "percentile",
+    "run_check",
+    "summarize",
+]

@@ -1,0 +1,295 @@
+"""Scenario: the data that describes one end-to-end experiment, and the reader of its file.
+
+A scenario file (``scenarios/<name>.toml``) names what the run needs (a topic with some
+partitions, a table of the reference shape plus extra columns, a dead-letter topic or not),
+the loader's settings, a workload (publisher defaults), a timeline of steps and faults, and
+the checks that judge the result. The harness (``harness.scenarios.runner``) interprets it.
+
+Values may refer to profile variables: a string ``"$count"`` is replaced by ``vars.count``
+from ``[vars]``, overridden by ``[profiles.<profile>.vars]`` (profiles ``ci`` and ``full``).
+``[breaks.<name>]`` describes the same scenario with its property broken on purpose (loader
+overrides, a mutation of what was read, extra steps) and the anomaly the checks must then
+report.
+"""
+
+from __future__ import annotations
+
+import copy
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PROFILES = ("ci", "full")
+SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
+
+STEP_KINDS = frozenset(
+    {
+        "start_loader",
+        "stop_loader",
+        "restart_loader",
+        "configure_loader",
+        "publish",
+        "await_publish",
+        "await_loaded",
+        "await_loader_exit",
+        "sleep",
+        "fault",
+        "nemesis",
+        "sql",
+        "retention_delete",
+        "optimize",
+        "expire_snapshots",
+        "read_visible",
+        "probe",
+    }
+)
+
+
+class ScenarioError(ValueError):
+    """A scenario file is not valid."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One timeline entry.
+
+    Attributes:
+        do: The action (see :data:`STEP_KINDS`).
+        params: Its parameters, variables already substituted.
+        only_in_break: Run the step only under this break (``None``: normal runs and breaks).
+        not_in_break: Skip the step under this break (a break may replace part of the
+            timeline, e.g. a timed nemesis by a deterministic crash).
+    """
+
+    do: str
+    params: Mapping[str, Any]
+    only_in_break: str | None = None
+    not_in_break: str | None = None
+
+    def runs_in(self, break_name: str | None) -> bool:
+        """Whether the step belongs to a plain run (``None``) or to the named break's run."""
+        if self.only_in_break is not None and self.only_in_break != break_name:
+            return False
+        return self.not_in_break is None or self.not_in_break != break_name
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.params.get(key, default)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check to run after the timeline: a checker name and its parameters."""
+
+    check: str
+    params: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Break:
+    """The scenario run with its property broken, and what the checks must then report.
+
+    Attributes:
+        name: The break's name (``--break NAME``).
+        description: What is broken, for reports and docs.
+        loader: Loader setting overrides.
+        mutate: A named mutation of what was read back before checking
+            (``harness.scenarios.runner``).
+        expect_check: The check that must turn invalid.
+        expect_anomaly: The anomaly it must name.
+    """
+
+    name: str
+    description: str
+    loader: Mapping[str, Any]
+    mutate: str | None
+    expect_check: str
+    expect_anomaly: str
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A scenario resolved for one profile.
+
+    Attributes:
+        name: File stem; also the pytest id.
+        title: One line.
+        description: What it shows and why it matters.
+        profile: ``ci`` or ``full``.
+        topic_partitions: Partitions of the source topic.
+        dead_letter: Create a dead-letter topic (the loader uses it unless configured off).
+        extra_columns: Columns beyond the reference table, as (name, Trino type).
+        loader: Loader settings (trigger interval, exactly_once, transform...).
+        workload: Publisher defaults for every ``publish`` step.
+        steps: The timeline.
+        checks: The checks.
+        breaks: Named broken variants.
+        path: The file.
+    """
+
+    name: str
+    title: str
+    description: str
+    profile: str
+    topic_partitions: int
+    dead_letter: bool
+    extra_columns: tuple[tuple[str, str], ...]
+    loader: Mapping[str, Any]
+    workload: Mapping[str, Any]
+    steps: tuple[Step, ...]
+    checks: tuple[Check, ...]
+    breaks: Mapping[str, Break] = field(default_factory=dict)
+    path: Path | None = None
+
+
+def _substitute(value: Any, variables: Mapping[str, Any], where: str) -> Any:
+    if isinstance(value, str) and value.startswith("$"):
+        key = value[1:]
+        if key not in variables:
+            raise ScenarioError(f"{where}: unknown variable {value}")
+        return variables[key]
+    if isinstance(value, list):
+        return [_substitute(v, variables, where) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, variables, f"{where}.{k}") for k, v in value.items()}
+    return value
+
+
+def parse(
+    doc: Mapping[str, Any], *, profile: str = "ci", name: str = "", path: Path | None = None
+) -> Scenario:
+    """Resolve a decoded scenario document for one profile.
+
+    Args:
+        doc: The TOML document.
+        profile: ``ci`` or ``full``.
+        name: Default name (the file stem).
+        path: Where it was read from.
+
+    Returns:
+        The scenario.
+
+    Raises:
+        ScenarioError: For an unknown profile, step, variable, or a missing field.
+    """
+    if profile not in PROFILES:
+        raise ScenarioError(f"unknown profile {profile!r}; one of {PROFILES}")
+    doc = copy.deepcopy(dict(doc))
+    name = str(doc.get("name", name))
+    variables = dict(doc.get("vars", {}))
+    variables.update(doc.get("profiles", {}).get(profile, {}).get("vars", {}))
+    sub = lambda value, where: _substitute(value, variables, f"{name}: {where}")  # noqa: E731
+    steps = []
+    for i, raw in enumerate(doc.get("steps", ())):
+        raw = dict(raw)
+        do = raw.pop("do", None)
+        if do not in STEP_KINDS:
+            raise ScenarioError(f"{name}: step {i}: unknown action {do!r}")
+        only = raw.pop("only_in_break", None)
+        skip = raw.pop("not_in_break", None)
+        steps.append(Step(do, sub(raw, f"step {i} ({do})"), only, skip))
+    if not steps:
+        raise ScenarioError(f"{name}: no steps")
+    checks = []
+    for i, raw in enumerate(doc.get("checks", ())):
+        raw = dict(raw)
+        if "check" not in raw:
+            raise ScenarioError(f"{name}: check {i}: no 'check' name")
+        check = raw.pop("check")
+        checks.append(Check(check, sub(raw, f"check {i} ({check})")))
+    if not checks:
+        raise ScenarioError(f"{name}: no checks")
+    breaks = {}
+    for bname, raw in doc.get("breaks", {}).items():
+        expect = raw.get("expect", {})
+        if "check" not in expect or "anomaly" not in expect:
+            raise ScenarioError(f"{name}: break {bname}: expect needs check and anomaly")
+        breaks[bname] = Break(
+            bname,
+            str(raw.get("description", "")),
+            sub(raw.get("loader", {}), f"break {bname}"),
+            raw.get("mutate"),
+            expect["check"],
+            expect["anomaly"],
+        )
+    for step in steps:
+        for named in (step.only_in_break, step.not_in_break):
+            if named is not None and named not in breaks:
+                raise ScenarioError(f"{name}: a step names unknown break {named!r}")
+    topic = doc.get("topic", {})
+    table = doc.get("table", {})
+    return Scenario(
+        name=name,
+        title=str(doc.get("title", name)),
+        description=str(doc.get("description", "")).strip(),
+        profile=profile,
+        topic_partitions=int(sub(topic.get("partitions", 1), "topic.partitions")),
+        dead_letter=bool(topic.get("dead_letter", True)),
+        extra_columns=tuple((str(c), str(t)) for c, t in table.get("extra_columns", ())),
+        loader=sub(doc.get("loader", {}), "loader"),
+        workload=sub(doc.get("workload", {}), "workload"),
+        steps=tuple(steps),
+        checks=tuple(checks),
+        breaks=breaks,
+        path=path,
+    )
+
+
+def load(path: Path, profile: str = "ci") -> Scenario:
+    """Read one scenario file.
+
+    Args:
+        path: A ``.toml`` scenario.
+        profile: ``ci`` or ``full``.
+
+    Returns:
+        The scenario.
+
+    Raises:
+        ScenarioError: If the file is not a valid scenario.
+        OSError: If it cannot be read.
+    """
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{path}: {exc}") from exc
+    return parse(doc, profile=profile, name=path.stem, path=path)
+
+
+def discover(directory: Path = SCENARIO_DIR, profile: str = "ci") -> list[Scenario]:
+    """Every scenario in a folder, ordered by file name.
+
+    Args:
+        directory: Where the ``.toml`` files are.
+        profile: ``ci`` or ``full``.
+
+    Returns:
+        The scenarios.
+    """
+    return [load(p, profile) for p in sorted(directory.glob("*.toml"))]
+
+
+def find(name: str, directory: Path = SCENARIO_DIR, profile: str = "ci") -> Scenario:
+    """The scenario called ``name`` (its file stem, with or without a number prefix).
+
+    Args:
+        name: e.g. ``exactly_once_kill9`` or ``01_exactly_once_kill9``.
+        directory: Where the files are.
+        profile: ``ci`` or ``full``.
+
+    Returns:
+        The scenario.
+
+    Raises:
+        ScenarioError: If no file (or more than one) matches.
+    """
+    matches = [
+        p
+        for p in sorted(directory.glob("*.toml"))
+        if p.stem == name or p.stem.split("_", 1)[-1] == name
+    ]
+    if len(matches) != 1:
+        known = ", ".join(p.stem for p in sorted(directory.glob("*.toml")))
+        raise ScenarioError(f"no single scenario named {name!r}; known: {known}")
+    return load(matches[0], profile)

@@ -1,1 +1,0 @@
-"""harness/services package."""

@@ -1,0 +1,72 @@
+"""The Iceberg REST catalog: JDBC metadata in a SQLite file, table data in MinIO via S3FileIO."""
+
+from __future__ import annotations
+
+import os
+
+from harness.stack import keys
+from harness.stack.readiness import HttpOk, Readiness
+from harness.stack.service import LocalService
+
+
+class Catalog(LocalService):
+    """Iceberg's REST catalog server, started through icefloe's loopback-only launcher."""
+
+    name = "catalog"
+
+    @property
+    def uri(self) -> str:
+        return f"http://{self.config.host}:{self.config.catalog_port}"
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        return (self.config.catalog_port,)
+
+    @property
+    def s3_endpoint(self) -> str:
+        return f"http://{self.config.host}:{self.config.minio_port}"
+
+    def prepare(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+
+    def command(self) -> list[str]:
+        classpath = os.pathsep.join(
+            [str(self.layout.catalog_classes), str(self.layout.catalog_jar)]
+        )
+        heap = self.config.catalog_heap
+        return [
+            str(self.java("catalog")),
+            f"-Xmx{heap}",
+            "-XX:+UseSerialGC",
+            "-Djava.awt.headless=true",
+            "-cp",
+            classpath,
+            "org.apache.iceberg.rest.IcefloeRestServer",
+        ]
+
+    def environment(self) -> dict[str, str]:
+        return {
+            keys.CATALOG_IMPL: "org.apache.iceberg.jdbc.JdbcCatalog",
+            # SQLite takes one writer at a time. Without a busy timeout, concurrent commits
+            # (the loader and Trino at once) fail at once with SQLITE_BUSY; one pooled
+            # connection serialises the catalog's own writes, WAL lets reads run beside them.
+            keys.CATALOG_URI: (
+                f"jdbc:sqlite:{self.state_dir / 'catalog.db'}?busy_timeout=30000&journal_mode=WAL"
+            ),
+            keys.CATALOG_CLIENTS: "1",
+            keys.CATALOG_JDBC_USER: "icefloe",
+            keys.CATALOG_JDBC_PASSWORD: "icefloe",
+            keys.CATALOG_WAREHOUSE: f"s3://{keys.WAREHOUSE_BUCKET}/",
+            keys.CATALOG_IO_IMPL: "org.apache.iceberg.aws.s3.S3FileIO",
+            keys.CATALOG_S3_ENDPOINT: self.s3_endpoint,
+            keys.CATALOG_S3_PATH_STYLE: "true",
+            keys.CATALOG_S3_ACCESS_KEY: self.credentials.access_key,
+            keys.CATALOG_S3_SECRET_KEY: self.credentials.secret_key.reveal(),
+            keys.CATALOG_CLIENT_REGION: keys.S3_REGION,
+            keys.CATALOG_REST_HOST: self.config.host,
+            keys.CATALOG_REST_PORT: str(self.config.catalog_port),
+            "AWS_REGION": keys.S3_REGION,
+        }
+
+    def readiness(self) -> Readiness:
+        return HttpOk(f"{self.uri}/v1/config")

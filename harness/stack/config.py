@@ -1,0 +1,96 @@
+"""Stack configuration: file, then environment, then explicit arguments, validated once.
+
+The file is `icefloe.toml` in the working directory (or $ICEFLOE_CONFIG), section [stack].
+Environment variables are ICEFLOE_STACK_<FIELD> (upper case). Every service binds to `host`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.provision.layout import cache_dir
+from harness.stack import keys
+
+_ENV_PREFIX = "ICEFLOE_STACK_"
+
+
+def run_dir() -> Path:
+    """Return the stack's run directory: $ICEFLOE_RUN_DIR, else the user's state directory.
+
+    It holds the services' data, logs, pid files and generated credentials, outside the
+    repository.
+    """
+    explicit = os.environ.get(keys.ENV_RUN_DIR)
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base).expanduser().resolve() / "icefloe" / "run"
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """Ports, heap sizes, timeouts and directories of one local stack."""
+
+    host: str = "127.0.0.1"
+    kafka_port: int = 9092
+    kafka_controller_port: int = 9093
+    minio_port: int = 9000
+    minio_console_port: int = 9001
+    catalog_port: int = 8181
+    trino_port: int = 8080
+    kafka_heap: str = "512m"
+    catalog_heap: str = "384m"
+    trino_heap: str = "1280m"
+    start_timeout: float = 180.0
+    stop_timeout: float = 30.0
+    run_dir: Path = field(default_factory=run_dir)
+    cache_dir: Path = field(default_factory=cache_dir)
+
+    def __post_init__(self) -> None:
+        if self.host not in ("127.0.0.1", "localhost", "::1"):
+            raise ValueError(f"services listen on loopback only, not {self.host!r}")
+        ports = [getattr(self, f.name) for f in dataclasses.fields(self) if f.name.endswith("port")]
+        if len(set(ports)) != len(ports):
+            raise ValueError(f"two services share a port: {ports}")
+
+
+def _coerce(name: str, raw: Any) -> Any:
+    kind = {f.name: f.type for f in dataclasses.fields(StackConfig)}[name]
+    if kind in ("int", int):
+        return int(raw)
+    if kind in ("float", float):
+        return float(raw)
+    if kind in ("Path", Path):
+        return Path(str(raw)).expanduser().resolve()
+    return str(raw)
+
+
+def load(config_file: Path | None = None, **overrides: Any) -> StackConfig:
+    """Build the stack configuration from file, environment and `overrides`, in that order.
+
+    Raises:
+        ValueError: an unknown key or an invalid value.
+    """
+    names = {f.name for f in dataclasses.fields(StackConfig)}
+    values: dict[str, Any] = {}
+    path = config_file or Path(os.environ.get(keys.ENV_CONFIG, "icefloe.toml"))
+    if path.exists():
+        section = tomllib.loads(path.read_text()).get("stack", {})
+        unknown = set(section) - names
+        if unknown:
+            raise ValueError(f"{path}: unknown [stack] keys {sorted(unknown)}")
+        values.update(section)
+    for name in names:
+        env = os.environ.get(_ENV_PREFIX + name.upper())
+        if env is not None:
+            values[name] = env
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    unknown = set(values) - names
+    if unknown:
+        raise ValueError(f"unknown stack settings {sorted(unknown)}")
+    return StackConfig(**{k: _coerce(k, v) for k, v in values.items()})

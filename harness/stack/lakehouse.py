@@ -1,0 +1,129 @@
+"""The local lakehouse: Kafka, MinIO, the Iceberg REST catalog and Trino, as one unit.
+
+`up` starts what is not running, all four at once (none needs another to start: the catalog
+reaches MinIO and Trino reaches the catalog only when a query asks), and waits until every one
+is ready; `down` stops them, Trino first. Typed accessors give clients their endpoints.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from harness.console import say
+from harness.stack import keys
+from harness.stack.catalog import Catalog
+from harness.stack.config import StackConfig
+from harness.stack.config import load as load_config
+from harness.stack.credentials import S3Credentials, load_or_create
+from harness.stack.kafka import Kafka
+from harness.stack.minio import Minio
+from harness.stack.service import LocalService, ServiceStatus
+from harness.stack.trino import Trino
+
+# Services started together in each wave; a wave waits for the one before it. Trino is the
+# slowest to start, so it starts first rather than last.
+_WAVES = (("trino", "kafka", "minio", "catalog"),)
+
+
+class Stack:
+    """The four services of one run directory."""
+
+    def __init__(self, config: StackConfig | None = None) -> None:
+        self.config = config or load_config()
+        self.credentials: S3Credentials = load_or_create(self.config.run_dir)
+        self.kafka = Kafka(self.config, self.credentials)
+        self.minio = Minio(self.config, self.credentials)
+        self.catalog = Catalog(self.config, self.credentials)
+        self.trino = Trino(self.config, self.credentials)
+
+    @property
+    def services(self) -> dict[str, LocalService]:
+        return {s.name: s for s in (self.kafka, self.minio, self.catalog, self.trino)}
+
+    def service(self, name: str) -> LocalService:
+        try:
+            return self.services[name]
+        except KeyError:
+            raise ValueError(f"no service {name!r}; one of {sorted(self.services)}") from None
+
+    # Endpoints.
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.kafka.bootstrap_servers
+
+    @property
+    def s3_endpoint(self) -> str:
+        return self.minio.s3_endpoint
+
+    @property
+    def catalog_uri(self) -> str:
+        return self.catalog.uri
+
+    @property
+    def trino_url(self) -> str:
+        return self.trino.url
+
+    # Lifecycle.
+    def up(self) -> float:
+        """Start every service that is not running; return seconds until all are ready."""
+        started = time.monotonic()
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            for wave in _WAVES:
+                todo = [self.service(n) for n in wave]
+                for service, took in zip(todo, pool.map(lambda s: s.start(), todo), strict=True):
+                    say(f"[green]ready[/] {service.name} ({took:.1f} s)")
+        total = time.monotonic() - started
+        say(f"stack up in {total:.1f} s (run directory {self.config.run_dir})")
+        return total
+
+    def down(self) -> None:
+        """Stop every service: Trino, then the catalog, then Kafka and MinIO."""
+        for wave in ((n,) for n in ("trino", "catalog", "kafka", "minio")):
+            for name in wave:
+                service = self.service(name)
+                if service.process.is_running():
+                    service.stop()
+                    say(f"stopped {name}")
+
+    def status(self) -> list[ServiceStatus]:
+        return [s.status() for s in self.services.values()]
+
+    def healthy(self) -> bool:
+        return all(s.health() for s in self.services.values())
+
+    # Clients.
+    def trino_connection(self, schema: str | None = None) -> Any:
+        """A DB-API connection to Trino's `lake` catalog."""
+        import trino
+
+        return trino.dbapi.connect(
+            host=self.config.host,
+            port=self.config.trino_port,
+            user="icefloe",
+            catalog=keys.TRINO_CATALOG,
+            schema=schema,
+        )
+
+    def pyiceberg_catalog(self) -> Any:
+        """A pyiceberg REST catalog on the same catalog and object store Trino uses."""
+        from pyiceberg.catalog import load_catalog
+
+        return load_catalog(
+            keys.TRINO_CATALOG,
+            **{
+                "type": "rest",
+                keys.PYICEBERG_URI: self.catalog_uri,
+                keys.PYICEBERG_S3_ENDPOINT: self.s3_endpoint,
+                keys.PYICEBERG_S3_ACCESS_KEY: self.credentials.access_key,
+                keys.PYICEBERG_S3_SECRET_KEY: self.credentials.secret_key.reveal(),
+                keys.PYICEBERG_S3_REGION: keys.S3_REGION,
+            },
+        )
+
+    def kafka_admin(self) -> Any:
+        """A confluent-kafka AdminClient on the broker."""
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient({"bootstrap.servers": self.bootstrap_servers})

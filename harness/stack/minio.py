@@ -1,0 +1,72 @@
+"""MinIO: the S3-compatible object store, with generated root credentials and a warehouse bucket."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.stack import keys
+from harness.stack.readiness import HttpOk, Readiness
+from harness.stack.service import LocalService
+
+
+class Minio(LocalService):
+    """MinIO built from source by provisioning, serving one directory."""
+
+    name = "minio"
+
+    @property
+    def s3_endpoint(self) -> str:
+        return f"http://{self.config.host}:{self.config.minio_port}"
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        return (self.config.minio_port, self.config.minio_console_port)
+
+    def prepare(self) -> None:
+        (self.state_dir / "data").mkdir(parents=True, exist_ok=True)
+
+    def command(self) -> list[str]:
+        c = self.config
+        return [
+            str(self.layout.minio_bin),
+            "server",
+            str(self.state_dir / "data"),
+            "--address",
+            f"{c.host}:{c.minio_port}",
+            "--console-address",
+            f"{c.host}:{c.minio_console_port}",
+        ]
+
+    def environment(self) -> dict[str, str]:
+        return {
+            keys.MINIO_ROOT_USER: self.credentials.access_key,
+            keys.MINIO_ROOT_PASSWORD: self.credentials.secret_key.reveal(),
+            keys.MINIO_UPDATE: "off",
+        }
+
+    def readiness(self) -> Readiness:
+        return HttpOk(f"{self.s3_endpoint}/minio/health/ready")
+
+    def after_start(self) -> None:
+        self.ensure_bucket(keys.WAREHOUSE_BUCKET)
+
+    def filesystem(self) -> Any:
+        """A pyarrow S3 filesystem on this MinIO."""
+        from pyarrow import fs
+
+        return fs.S3FileSystem(
+            access_key=self.credentials.access_key,
+            secret_key=self.credentials.secret_key.reveal(),
+            endpoint_override=f"{self.config.host}:{self.config.minio_port}",
+            scheme="http",
+            region=keys.S3_REGION,
+            allow_bucket_creation=True,
+        )
+
+    def ensure_bucket(self, bucket: str) -> None:
+        """Create the bucket if it does not exist."""
+        from pyarrow import fs
+
+        s3 = self.filesystem()
+        if s3.get_file_info(bucket).type == fs.FileType.NotFound:
+            s3.create_dir(bucket)
