@@ -48,16 +48,6 @@ def _config(stack: Stack, table: str, topic: str, **settings: Any) -> LoaderConf
     return stack_loader_config(stack, table, [topic], loader_id="bench", **settings)
 
 
-def _sql(stack: Stack, statement: str) -> list[Any]:
-    conn = stack.trino_connection()
-    try:
-        cur = conn.cursor()
-        cur.execute(statement)
-        return list(cur.fetchall())
-    finally:
-        conn.close()
-
-
 def _topic(stack: Stack, partitions: int) -> str:
     from confluent_kafka.admin import NewTopic
 
@@ -128,7 +118,7 @@ def bench_throughput(
     """Sustained rows/s after warm-up, rows loaded, batches."""
 
     table = f"lake.{schema}.tput_{uuid.uuid4().hex[:6]}"
-    _sql(stack, create_table_sql(table))
+    stack.query(create_table_sql(table))
     topic = _topic(stack, 2)
     publish_alternating(stack, topic, values)
     config = _config(
@@ -156,7 +146,7 @@ def bench_latency(
     from confluent_kafka import Producer
 
     table = f"lake.{schema}.lat_{uuid.uuid4().hex[:6]}"
-    _sql(stack, create_table_sql(table))
+    stack.query(create_table_sql(table))
     topic = _topic(stack, 1)
     config = _config(stack, table, topic, trigger_interval=1.0)
     job = LoaderJob(config, spark)
@@ -167,7 +157,7 @@ def bench_latency(
     body["integer"] = -1
     producer.produce(topic, json.dumps(body).encode())
     producer.flush(10)
-    while not _sql(stack, f"SELECT count(*) FROM {table}")[0][0]:
+    while not stack.query(f"SELECT count(*) FROM {table}")[0][0]:
         job.wait(0.5)
 
     sent: list[float] = []
@@ -197,7 +187,7 @@ def bench_latency(
     total = rate * seconds
     deadline = time.perf_counter() + seconds + 60
     while highest < total - 1 and time.perf_counter() < deadline:
-        ((top,),) = _sql(stack, f"SELECT max(integer) FROM {table}")
+        ((top,),) = stack.query(f"SELECT max(integer) FROM {table}")
         now = time.perf_counter()
         if top is not None and top > highest:
             for seq in range(highest + 1, top + 1):
@@ -235,7 +225,7 @@ def main() -> None:
     from loader.spark import session
 
     schema = f"bench_{uuid.uuid4().hex[:6]}"
-    _sql(stack, f"CREATE SCHEMA lake.{schema}")
+    stack.query(f"CREATE SCHEMA lake.{schema}")
     spark = session(_config(stack, f"lake.{schema}.x", "x"))
     try:
         if not args.skip_throughput:
@@ -256,9 +246,9 @@ def main() -> None:
             )
     finally:
         spark.stop()
-        for (name,) in _sql(stack, f"SHOW TABLES FROM lake.{schema}"):
-            _sql(stack, f"DROP TABLE lake.{schema}.{name}")
-        _sql(stack, f"DROP SCHEMA lake.{schema}")
+        for (name,) in stack.query(f"SHOW TABLES FROM lake.{schema}"):
+            stack.query(f"DROP TABLE lake.{schema}.{name}")
+        stack.query(f"DROP SCHEMA lake.{schema}")
 
 
 if __name__ == "__main__":

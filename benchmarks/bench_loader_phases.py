@@ -20,7 +20,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from bench_loader import _config, _sql, _topic, _values, publish_alternating
+from bench_loader import _config, _topic, _values, publish_alternating
 
 from harness.stack.lakehouse import Stack
 from harness.stack.tables import create_table_sql
@@ -62,8 +62,8 @@ def main() -> None:
     stack = Stack()
     schema_name = f"phases_{uuid.uuid4().hex[:6]}"
     table = f"lake.{schema_name}.t"
-    _sql(stack, f"CREATE SCHEMA lake.{schema_name}")
-    _sql(stack, create_table_sql(table))
+    stack.query(f"CREATE SCHEMA lake.{schema_name}")
+    stack.query(create_table_sql(table))
     topic = _topic(stack, 2)
     publish_alternating(stack, topic, _values(args.rows, 1.0))
     print(f"{args.rows:,} reference rows in 2 partitions; seconds per run:")
@@ -127,8 +127,8 @@ def main() -> None:
     _timed("decode, cache, summarize (the sink's 1st job)", cached_summary, args.repeat)
     _timed("decode, cache, summarize, append", cached_then_append, args.repeat)
     spark.stop()
-    _sql(stack, f"DROP TABLE {table}")
-    _sql(stack, f"DROP SCHEMA lake.{schema_name}")
+    stack.query(f"DROP TABLE {table}")
+    stack.query(f"DROP SCHEMA lake.{schema_name}")
 
 
 if __name__ == "__main__":

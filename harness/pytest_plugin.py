@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from harness.stack.keys import TRINO_CATALOG as LAKE
 from harness.stack.tables import create_table_sql
 
 KEEP_STACK = "ICEFLOE_KEEP_STACK"
@@ -114,7 +115,7 @@ def schema_factory(stack: Any) -> Iterator[Callable[..., str]]:
 
     def make(prefix: str = "s") -> str:
         name = unique_name(prefix)
-        cur.execute(f"CREATE SCHEMA lake.{name}")
+        cur.execute(f"CREATE SCHEMA {LAKE}.{name}")
         cur.fetchall()
         created.append(name)
         return name
@@ -122,11 +123,11 @@ def schema_factory(stack: Any) -> Iterator[Callable[..., str]]:
     yield make
     for schema in created:
         try:
-            cur.execute(f"SHOW TABLES FROM lake.{schema}")
+            cur.execute(f"SHOW TABLES FROM {LAKE}.{schema}")
             for (table,) in cur.fetchall():
-                cur.execute(f'DROP TABLE IF EXISTS lake.{schema}."{table}"')
+                cur.execute(f'DROP TABLE IF EXISTS {LAKE}.{schema}."{table}"')
                 cur.fetchall()
-            cur.execute(f"DROP SCHEMA IF EXISTS lake.{schema}")
+            cur.execute(f"DROP SCHEMA IF EXISTS {LAKE}.{schema}")
             cur.fetchall()
         except Exception:  # the stack may be down after a failed fault test
             pass
@@ -139,7 +140,7 @@ def table_factory(stack: Any, schema_factory: Callable[..., str]) -> Callable[..
     conn = stack.trino_connection()
 
     def make(extra_columns: tuple[tuple[str, str], ...] = (), schema: str | None = None) -> str:
-        qualified = f"lake.{schema or schema_factory()}.{unique_name('tbl')}"
+        qualified = f"{LAKE}.{schema or schema_factory()}.{unique_name('tbl')}"
         cur = conn.cursor()
         cur.execute(create_table_sql(qualified, extra_columns))
         cur.fetchall()

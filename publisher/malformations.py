@@ -38,7 +38,7 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from publisher.rows import json_text
+from publisher.rows import EVENT_ID_FIELD, json_text
 
 #: Default upper bound the loader enforces on a payload, in bytes (1 MiB).
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20
@@ -119,7 +119,7 @@ def _encode(row: Any) -> bytes:
 
 def _first_field(schema: Schema, accept: Callable[[NestedField], bool]) -> NestedField | None:
     # The event id stays intact so malformed messages remain traceable.
-    return next((f for f in schema.fields if f.name != "event_id" and accept(f)), None)
+    return next((f for f in schema.fields if f.name != EVENT_ID_FIELD and accept(f)), None)
 
 
 def _of_type(*types: type[IcebergType]) -> Callable[[NestedField], bool]:

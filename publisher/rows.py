@@ -1,12 +1,15 @@
 """Reference rows: the reference table's shape, generated fast from Faker pools.
 
-The reference table has one column per common Trino type (see
-:func:`reference_schema`). Faker is far too slow to call per message, so a
-:class:`ReferencePools` draws a few hundred values per column from Faker once
-per seed, pre-encodes them as JSON text, and :class:`ReferenceRows` then builds
-each row by sampling pool indices from a seeded :class:`random.Random`. The same
-draw can be rendered either as JSON text (hot path) or as a Python dict (when a
-malformation or schema drift needs to edit the row); both describe the same row.
+:func:`reference_schema` is the one definition of the reference table's shape: one column per
+common Trino type, plus the ``event_id`` every message carries. The Trino DDL the harness
+creates tables with (``harness.stack.tables``) and the rows generated here derive from it.
+
+Faker is far too slow to call per message, so a :class:`ReferencePools` draws a
+few hundred values per column from Faker once per seed, pre-encodes them as JSON
+text, and :class:`ReferenceRows` then builds each row by sampling pool indices
+from a seeded :class:`random.Random`. The same draw can be rendered either as
+JSON text (hot path) or as a Python dict (when a malformation or schema drift
+needs to edit the row); both describe the same row.
 """
 
 from __future__ import annotations
@@ -42,31 +45,14 @@ FAKER_LOCALES: tuple[str, ...] = ("en_US", "de_DE", "ja_JP", "pt_BR")
 POOL_BITS = 10
 POOL_SIZE = 1 << POOL_BITS
 _MASK = POOL_SIZE - 1
-#: 9 pool indices and the boolean, then 16 bits whose remainder picks the time
-#: zone (16 bits keep the modulo bias negligible for any offset count).
-_TZ_SHIFT = 9 * POOL_BITS + 1
-_DRAW_BITS = _TZ_SHIFT + 16
-
 #: BIGINT edges kept in the integer pool so loaders meet them regularly.
 LONG_MIN = -(2**63)
 LONG_MAX = 2**63 - 1
 INT_MIN = -(2**31)
 INT_MAX = 2**31 - 1
 
-REFERENCE_COLUMNS: tuple[str, ...] = (
-    "event_id",
-    "bool",
-    "floating",
-    "integer",
-    "string",
-    "bools",
-    "floatings",
-    "integers",
-    "strings",
-    "string_map",
-    "nested",
-    "timestamp",
-)
+#: The message's unique id: a column of every generated row, first.
+EVENT_ID_FIELD = "event_id"
 
 
 def reference_schema() -> Schema:
@@ -80,7 +66,7 @@ def reference_schema() -> Schema:
         TIMESTAMP(6) WITH TIME ZONE``.
     """
     return Schema(
-        NestedField(1, "event_id", StringType(), required=False),
+        NestedField(1, EVENT_ID_FIELD, StringType(), required=False),
         NestedField(2, "bool", BooleanType(), required=False),
         NestedField(3, "floating", DoubleType(), required=False),
         NestedField(4, "integer", LongType(), required=False),
@@ -114,6 +100,34 @@ def reference_schema() -> Schema:
         ),
         NestedField(12, "timestamp", TimestamptzType(), required=False),
     )
+
+
+#: Column names of the reference rows, in schema order.
+REFERENCE_COLUMNS: tuple[str, ...] = tuple(f.name for f in reference_schema().fields)
+#: How each column gets its value: the event id, one random bit (booleans), the event clock
+#: (timestamps), or a Faker pool of the same name in :class:`ReferencePools` (the rest).
+_ROLES: dict[str, str] = {
+    f.name: (
+        "id"
+        if f.name == EVENT_ID_FIELD
+        else "bit"
+        if isinstance(f.field_type, BooleanType)
+        else "clock"
+        if isinstance(f.field_type, TimestamptzType)
+        else "pool"
+    )
+    for f in reference_schema().fields
+}
+#: Pooled columns in the order their indices are drawn (POOL_BITS each, after the bit).
+POOLED_COLUMNS: tuple[str, ...] = tuple(n for n, role in _ROLES.items() if role == "pool")
+#: The pool indices and the boolean, then 16 bits whose remainder picks the time zone (16 bits
+#: keep the modulo bias negligible for any offset count).
+_TZ_SHIFT = len(POOLED_COLUMNS) * POOL_BITS + 1
+_DRAW_BITS = _TZ_SHIFT + 16
+
+
+def _pool_shift(index: int) -> int:
+    return 1 + index * POOL_BITS
 
 
 def json_text(value: Any) -> str:
@@ -231,6 +245,12 @@ class ReferenceRows:
         self.clock = clock
         self.rng = rng
         self.schema = reference_schema()
+        self._columns = tuple(
+            (name, role, getattr(pools, name).values, _pool_shift(POOLED_COLUMNS.index(name)))
+            if role == "pool"
+            else (name, role, (), 0)
+            for name, role in _ROLES.items()
+        )
         self.text = self._compile_text()
 
     def _draw(self) -> tuple[int, str]:
@@ -241,42 +261,56 @@ class ReferenceRows:
         return bits, self.clock.render(instant, (bits >> _TZ_SHIFT) % offsets)
 
     def _compile_text(self) -> Callable[[str], str]:
-        # Everything the hot path touches is bound to a local of the closure:
-        # attribute and global lookups are a measurable share of each row.
-        p = self.pools
-        fl, it, st, bs = p.floating.texts, p.integer.texts, p.string.texts, p.bools.texts
-        fls, its, sts = p.floatings.texts, p.integers.texts, p.strings.texts
-        sm, ne = p.string_map.texts, p.nested.texts
+        """Compile the hot path: one f-string over the schema's columns.
+
+        The function's source is generated from the columns (names and roles, see
+        ``_ROLES``) and compiled once per source, with everything it touches bound to a
+        local: attribute and global lookups, and a loop over the columns, are a measurable
+        share of each row, so the JSON keys come from the schema while each row costs one
+        f-string.
+        """
+        fields = []
+        for name, role in _ROLES.items():
+            if not name.isidentifier():
+                raise ValueError(f"reference column {name!r} is not an identifier")
+            value = {
+                "id": '"{event_id}"',
+                "bit": '{"true" if bits & 1 else "false"}',
+                "clock": '"{days[day - day0]}{tod[secs]}.{micros:06d}{off_text}"',
+            }.get(role)
+            if value is None:
+                i = POOLED_COLUMNS.index(name)
+                value = f"{{p{i}[(bits >> {_pool_shift(i)}) & m]}}"
+            fields.append(f'"{name}":{value}')
+        source = (
+            "def text(event_id):\n"
+            "    bits = getrandbits(draw_bits)\n"
+            "    off_us, off_text = offsets[(bits >> tz_shift) % n_offsets]\n"
+            "    day, rem = divmod(end - int(rand() * span) + off_us, day_us)\n"
+            "    secs, micros = divmod(rem, sec_us)\n"
+            "    return f'{{" + ",".join(fields) + "}}'\n"
+        )
         offsets, day0, days, tod = self.clock.tables()
-        n_offsets = len(offsets)
-        end, span = self.clock.end_us, self.clock.span_us + 1
-        getrandbits, rand = self.rng.getrandbits, self.rng.random
-        m, draw_bits, tz_shift = _MASK, _DRAW_BITS, _TZ_SHIFT
-        day_us, sec_us = MICROS_PER_DAY, MICROS_PER_SECOND
-
-        def text(event_id: str) -> str:
-            """Draw the next row and render it as compact JSON text.
-
-            Args:
-                event_id: The message's unique event id (already JSON-safe ASCII).
-
-            Returns:
-                The row as a JSON object text.
-            """
-            bits = getrandbits(draw_bits)
-            off_us, off_text = offsets[(bits >> tz_shift) % n_offsets]
-            day, rem = divmod(end - int(rand() * span) + off_us, day_us)
-            secs, micros = divmod(rem, sec_us)
-            return (
-                f'{{"event_id":"{event_id}","bool":{"true" if bits & 1 else "false"}'
-                f',"floating":{fl[(bits >> 1) & m]},"integer":{it[(bits >> 11) & m]}'
-                f',"string":{st[(bits >> 21) & m]},"bools":{bs[(bits >> 31) & m]}'
-                f',"floatings":{fls[(bits >> 41) & m]},"integers":{its[(bits >> 51) & m]}'
-                f',"strings":{sts[(bits >> 61) & m]},"string_map":{sm[(bits >> 71) & m]}'
-                f',"nested":{ne[(bits >> 81) & m]}'
-                f',"timestamp":"{days[day - day0]}{tod[secs]}.{micros:06d}{off_text}"}}'
-            )
-
+        scope: dict[str, Any] = {
+            **{f"p{i}": getattr(self.pools, n).texts for i, n in enumerate(POOLED_COLUMNS)},
+            "offsets": offsets,
+            "n_offsets": len(offsets),
+            "day0": day0,
+            "days": days,
+            "tod": tod,
+            "end": self.clock.end_us,
+            "span": self.clock.span_us + 1,
+            "getrandbits": self.rng.getrandbits,
+            "rand": self.rng.random,
+            "m": _MASK,
+            "draw_bits": _DRAW_BITS,
+            "tz_shift": _TZ_SHIFT,
+            "day_us": MICROS_PER_DAY,
+            "sec_us": MICROS_PER_SECOND,
+        }
+        exec(compile(source, "<reference rows>", "exec"), scope)
+        text: Callable[[str], str] = scope["text"]
+        text.__doc__ = "Draw the next row and render it as compact JSON text (event id: JSON-safe)."
         return text
 
     def row(self, event_id: str) -> dict[str, Any]:
@@ -289,18 +323,13 @@ class ReferenceRows:
             A dict of JSON-domain values keyed by column name.
         """
         bits, ts = self._draw()
-        p = self.pools
-        return {
-            "event_id": event_id,
-            "bool": bool(bits & 1),
-            "floating": p.floating.values[(bits >> 1) & _MASK],
-            "integer": p.integer.values[(bits >> 11) & _MASK],
-            "string": p.string.values[(bits >> 21) & _MASK],
-            "bools": list(p.bools.values[(bits >> 31) & _MASK]),
-            "floatings": list(p.floatings.values[(bits >> 41) & _MASK]),
-            "integers": list(p.integers.values[(bits >> 51) & _MASK]),
-            "strings": list(p.strings.values[(bits >> 61) & _MASK]),
-            "string_map": dict(p.string_map.values[(bits >> 71) & _MASK]),
-            "nested": dict(p.nested.values[(bits >> 81) & _MASK]),
-            "timestamp": ts,
-        }
+        row: dict[str, Any] = {}
+        for name, role, values, shift in self._columns:
+            if role == "pool":
+                value = values[(bits >> shift) & _MASK]
+                row[name] = value.copy() if isinstance(value, list | dict) else value
+            elif role == "bit":
+                row[name] = bool(bits & 1)
+            else:
+                row[name] = event_id if role == "id" else ts
+        return row

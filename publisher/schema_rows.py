@@ -74,10 +74,17 @@ from publisher.clock import (
     format_timestamp,
     format_timestamptz,
 )
-from publisher.rows import FAKER_LOCALES, INT_MAX, INT_MIN, LONG_MAX, LONG_MIN, json_text
+from publisher.rows import (
+    EVENT_ID_FIELD,
+    FAKER_LOCALES,
+    INT_MAX,
+    INT_MIN,
+    LONG_MAX,
+    LONG_MIN,
+    json_text,
+)
 
 #: The column that receives each message's event id when a schema has it.
-EVENT_ID_FIELD = "event_id"
 
 ValueGen = Callable[[random.Random], Any]
 

@@ -22,12 +22,13 @@ from rich.markup import escape
 
 from harness.console import say
 from harness.stack import sql
+from harness.stack.keys import TRINO_CATALOG as LAKE
 from harness.stack.lakehouse import Stack
-from harness.stack.tables import create_table_sql
+from harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
 from loader import keys
 
 _SCHEMA = "demo"
-_TABLE = f"lake.{_SCHEMA}.events"
+_TABLE = f"{LAKE}.{_SCHEMA}.events"
 _TOPIC = "demo.events"
 _DLQ = "demo.events.dlq"
 _COUNT = 2_000
@@ -69,18 +70,7 @@ def _recreate_topics(stack: Stack) -> None:
 
 
 def _dead_letters(stack: Stack, expected: int) -> list[dict[str, str]]:
-    import uuid
-
-    from confluent_kafka import Consumer
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": stack.bootstrap_servers,
-            "group.id": f"demo-{uuid.uuid4().hex}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = stack.kafka_consumer("demo")
     consumer.subscribe([_DLQ])
     found: list[dict[str, str]] = []
     deadline = time.monotonic() + 30
@@ -147,9 +137,9 @@ def run_demo(stack: Stack) -> int:
     conn = stack.trino_connection()
 
     say(f"\n[bold]2. Create the reference table {_TABLE} through Trino, and the topics[/]")
-    sql.run(conn, f"CREATE SCHEMA IF NOT EXISTS lake.{_SCHEMA}")
+    sql.run(conn, f"CREATE SCHEMA IF NOT EXISTS {LAKE}.{_SCHEMA}")
     sql.run(conn, f"DROP TABLE IF EXISTS {_TABLE}")
-    ddl = create_table_sql(_TABLE, (("event_id", "VARCHAR"),))
+    ddl = create_table_sql(_TABLE, EVENT_ID_COLUMN)
     say(ddl)
     sql.run(conn, ddl)
     _recreate_topics(stack)
@@ -209,7 +199,7 @@ def run_demo(stack: Stack) -> int:
         sql.run_and_print(
             conn,
             f"SELECT snapshot_id, operation, element_at(summary, '{keys.OFFSETS}') AS offsets "
-            f'FROM lake.{_SCHEMA}."events$snapshots" '
+            f'FROM {LAKE}.{_SCHEMA}."events$snapshots" '
             f"WHERE element_at(summary, '{keys.OFFSETS}') IS NOT NULL "
             "ORDER BY committed_at DESC LIMIT 3",
         )

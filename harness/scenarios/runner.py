@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pyiceberg.types import TimestamptzType
+
 from harness.loader_process import LoaderProcess, LoaderSettings
 from harness.scenarios.checkers import (
     INVALID,
@@ -38,13 +40,23 @@ from harness.scenarios.checkers import (
 from harness.scenarios.faults import CommitWatcher, Fault, make_fault
 from harness.scenarios.history import Event, History, select
 from harness.scenarios.model import Scenario, Step
-from harness.stack.tables import create_table_sql, quote
+from harness.stack.keys import TRINO_CATALOG as LAKE
+from harness.stack.tables import EVENT_ID_COLUMN, create_table_sql, quote
 from loader import keys
 from loader.deadletter import DEAD_LETTER_MAX_BYTES
 from publisher.ledger import Ledger, LedgerEntry
+from publisher.rows import EVENT_ID_FIELD, reference_schema
 
 DEFAULT_ANCHOR = "2025-01-01T00:00:00+00:00"
-_REFERENCE_VALUE_COLUMNS = ("bool", "floating", "integer", "string")
+# What a `values` check compares unless told otherwise: the reference table's scalar columns
+# (its timestamp, rendered in many zones, aside).
+_REFERENCE_VALUE_COLUMNS = tuple(
+    f.name
+    for f in reference_schema().fields
+    if f.field_type.is_primitive
+    and not isinstance(f.field_type, TimestamptzType)
+    and f.name != EVENT_ID_FIELD
+)
 
 
 @dataclass
@@ -162,7 +174,7 @@ class ScenarioRun:
         suffix = uuid.uuid4().hex[:8]
         short = scenario.name.split("_", 1)[-1][:24]
         self.schema = f"scen_{suffix}"
-        self.table = f"lake.{self.schema}.{short}"
+        self.table = f"{LAKE}.{self.schema}.{short}"
         self.topic = f"scen-{short}-{suffix}"
         self.dead_letter_topic = f"{self.topic}.dlq" if scenario.dead_letter else None
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -219,13 +231,15 @@ class ScenarioRun:
             table=self.table,
             topics=(self.topic,),
             dead_letter_topic=dlq,
-            trigger_interval_s=float(options.get("trigger_interval_s", 3.0)),
-            exactly_once=bool(options.get("exactly_once", True)),
+            trigger_interval_s=float(
+                options.get("trigger_interval_s", LoaderSettings.trigger_interval_s)
+            ),
+            exactly_once=bool(options.get("exactly_once", LoaderSettings.exactly_once)),
             max_offsets_per_trigger=options.get("max_offsets_per_trigger"),
             transform=dict(options.get("transform", {})),
             extra={k: options[k] for k in ("max_record_bytes",) if k in options},
             kill_after_commit=options.get("kill_after_commit"),
-            self_kills=int(options.get("self_kills", 1)),
+            self_kills=int(options.get("self_kills", LoaderSettings.self_kills)),
         )
 
     # -- the run --------------------------------------------------------------
@@ -303,9 +317,9 @@ class ScenarioRun:
             topics.append(NewTopic(self.dead_letter_topic, 1, 1, config=limit))
         for future in admin.create_topics(topics, operation_timeout=30).values():
             future.result(timeout=30)
-        columns = (("event_id", "VARCHAR"), *self.scenario.extra_columns)
+        columns = (*EVENT_ID_COLUMN, *self.scenario.extra_columns)
         try:
-            self._sql(f"CREATE SCHEMA lake.{self.schema}")
+            self._sql(f"CREATE SCHEMA {LAKE}.{self.schema}")
         except Exception as exc:
             if "ICEBERG_CATALOG_ERROR" not in str(exc):
                 raise
@@ -313,7 +327,7 @@ class ScenarioRun:
             # ("database is locked") it can refuse every later write until restarted. A run
             # that hit that has failed already; this one starts on a catalog that works.
             self._restart_catalog(str(exc))
-            self._sql(f"CREATE SCHEMA IF NOT EXISTS lake.{self.schema}")
+            self._sql(f"CREATE SCHEMA IF NOT EXISTS {LAKE}.{self.schema}")
         self._sql(create_table_sql(self.table, columns))
         self.history.record("info", "info", "setup", topic=self.topic, table=self.table)
 
@@ -337,7 +351,7 @@ class ScenarioRun:
             return
         try:
             self._sql(f"DROP TABLE IF EXISTS {self.table}")
-            self._sql(f"DROP SCHEMA IF EXISTS lake.{self.schema}")
+            self._sql(f"DROP SCHEMA IF EXISTS {LAKE}.{self.schema}")
             admin = self.stack.kafka_admin()
             names = [self.topic] + ([self.dead_letter_topic] if self.dead_letter_topic else [])
             for future in admin.delete_topics(names, operation_timeout=30).values():
@@ -358,21 +372,7 @@ class ScenarioRun:
     # -- SQL ------------------------------------------------------------------
 
     def _sql(self, statement: str, session: Mapping[str, str] | None = None) -> list[Any]:
-        import trino
-
-        conn = trino.dbapi.connect(
-            host=self.stack.config.host,
-            port=self.stack.config.trino_port,
-            user="icefloe",
-            catalog="lake",
-            session_properties=dict(session or {}),
-        )
-        try:
-            cur = conn.cursor()
-            cur.execute(statement)
-            return list(cur.fetchall())
-        finally:
-            conn.close()
+        return list(self.stack.query(statement, session))
 
     def _sql_retrying(self, statement: str, attempts: int = 30, pause_s: float = 2.0) -> list[Any]:
         for attempt in range(attempts):
@@ -530,7 +530,7 @@ class ScenarioRun:
     def _do_await_loaded(self, step: Step) -> None:
         self._do_await_publish(Step("await_publish", {}))
         timeout = float(step.get("timeout_s", 180))
-        trigger = float(self.loader_options.get("trigger_interval_s", 3.0))
+        trigger = self.loader.settings.trigger_interval_s
         settle = float(step.get("settle_s", 2 * trigger))
         expected = {
             e.event_id for e in self.ledger_entries() if e.delivered and e.status == "valid"
@@ -658,7 +658,7 @@ class ScenarioRun:
         self._recorded_sql(
             "expire_snapshots",
             f"ALTER TABLE {self.table} EXECUTE expire_snapshots(retention_threshold => '0s')",
-            session={"lake.expire_snapshots_min_retention": "0s"},
+            session={f"{LAKE}.expire_snapshots_min_retention": "0s"},
             snapshots_before=before,
         )
         after = self._sql_retrying(count)[0][0]
@@ -755,16 +755,9 @@ class ScenarioRun:
         path.write_text(json.dumps(doc, default=list), encoding="utf-8")
 
     def _dead_letters(self) -> list[DeadLetter]:
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import TopicPartition
 
-        consumer = Consumer(
-            {
-                "bootstrap.servers": self.stack.bootstrap_servers,
-                "group.id": f"icefloe-scenario-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-            }
-        )
+        consumer = self.stack.kafka_consumer("icefloe-scenario")
         letters: list[DeadLetter] = []
         try:
             metadata = consumer.list_topics(self.dead_letter_topic, timeout=30)

@@ -88,6 +88,7 @@ PYICEBERG_S3_REGION = "s3.region"
 PYICEBERG_S3_PATH_STYLE = "s3.force-virtual-addressing"
 
 TRINO_CATALOG = "lake"
+TRINO_USER = "icefloe"
 # A one-row table the harness scans to know Trino can schedule work on `lake`.
 TRINO_READY_TABLE = "icefloe_harness.ready"
 WAREHOUSE_BUCKET = "warehouse"

@@ -8,6 +8,7 @@ is ready; `down` stops them, Trino first. Typed accessors give clients their end
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -94,17 +95,30 @@ class Stack:
         return all(s.health() for s in self.services.values())
 
     # Clients.
-    def trino_connection(self, schema: str | None = None) -> Any:
-        """A DB-API connection to Trino's `lake` catalog."""
+    def trino_connection(
+        self, schema: str | None = None, session: Mapping[str, str] | None = None
+    ) -> Any:
+        """A DB-API connection to Trino's `lake` catalog, with optional session properties."""
         import trino
 
         return trino.dbapi.connect(
             host=self.config.host,
             port=self.config.trino_port,
-            user="icefloe",
+            user=keys.TRINO_USER,
             catalog=keys.TRINO_CATALOG,
             schema=schema,
+            session_properties=dict(session or {}),
         )
+
+    def query(self, statement: str, session: Mapping[str, str] | None = None) -> list[Any]:
+        """Run one statement on Trino and return every row (a connection of its own)."""
+        conn = self.trino_connection(session=session)
+        try:
+            cur = conn.cursor()
+            cur.execute(statement)
+            return list(cur.fetchall())
+        finally:
+            conn.close()
 
     def pyiceberg_catalog(self) -> Any:
         """A pyiceberg REST catalog on the same catalog and object store Trino uses."""
@@ -127,3 +141,18 @@ class Stack:
         from confluent_kafka.admin import AdminClient
 
         return AdminClient({"bootstrap.servers": self.bootstrap_servers})
+
+    def kafka_consumer(self, group_prefix: str = "icefloe") -> Any:
+        """A confluent-kafka Consumer of a fresh group that reads from the earliest offset."""
+        import uuid
+
+        from confluent_kafka import Consumer
+
+        return Consumer(
+            {
+                "bootstrap.servers": self.bootstrap_servers,
+                "group.id": f"{group_prefix}-{uuid.uuid4().hex}",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )

@@ -1,20 +1,66 @@
-"""The reference table: the row shape the reference design's loader declares, as Trino DDL."""
+"""Tables through Trino: the reference table's DDL, derived from its one definition.
+
+The reference shape is defined once, as an Iceberg schema, by the publisher that generates its
+rows (`publisher.rows.reference_schema`). The Trino DDL here derives from it: the reference
+table holds every column but the publisher's `event_id`, which tables that track messages add
+as an extra column (`EVENT_ID_COLUMN`).
+"""
 
 from __future__ import annotations
 
-REFERENCE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("bool", "BOOLEAN"),
-    ("floating", "DOUBLE"),
-    ("integer", "BIGINT"),
-    ("string", "VARCHAR"),
-    ("bools", "ARRAY(BOOLEAN)"),
-    ("floatings", "ARRAY(DOUBLE)"),
-    ("integers", "ARRAY(BIGINT)"),
-    ("strings", "ARRAY(VARCHAR)"),
-    ("string_map", "MAP(VARCHAR, VARCHAR)"),
-    ("nested", "ROW(key VARCHAR, value BIGINT)"),
-    ("timestamp", "TIMESTAMP(6) WITH TIME ZONE"),
+from pyiceberg import types as it
+
+from publisher.rows import EVENT_ID_FIELD, reference_schema
+
+_PRIMITIVES: dict[type[it.IcebergType], str] = {
+    it.BooleanType: "BOOLEAN",
+    it.IntegerType: "INTEGER",
+    it.LongType: "BIGINT",
+    it.FloatType: "REAL",
+    it.DoubleType: "DOUBLE",
+    it.DateType: "DATE",
+    it.TimeType: "TIME(6)",
+    it.TimestampType: "TIMESTAMP(6)",
+    it.TimestamptzType: "TIMESTAMP(6) WITH TIME ZONE",
+    it.StringType: "VARCHAR",
+    it.UUIDType: "UUID",
+    it.BinaryType: "VARBINARY",
+}
+
+
+def trino_type(t: it.IcebergType) -> str:
+    """The Trino type of an Iceberg type, as Trino's Iceberg connector maps it.
+
+    Raises:
+        ValueError: a type with no Trino counterpart here.
+    """
+    if isinstance(t, it.ListType):
+        return f"ARRAY({trino_type(t.element_type)})"
+    if isinstance(t, it.MapType):
+        return f"MAP({trino_type(t.key_type)}, {trino_type(t.value_type)})"
+    if isinstance(t, it.StructType):
+        return "ROW(" + ", ".join(f"{f.name} {trino_type(f.field_type)}" for f in t.fields) + ")"
+    if isinstance(t, it.DecimalType):
+        return f"DECIMAL({t.precision}, {t.scale})"
+    if isinstance(t, it.FixedType):
+        return "VARBINARY"
+    for kind, name in _PRIMITIVES.items():
+        if isinstance(t, kind):
+            return name
+    raise ValueError(f"no Trino type for Iceberg {t}")
+
+
+REFERENCE_COLUMNS: tuple[tuple[str, str], ...] = tuple(
+    (f.name, trino_type(f.field_type))
+    for f in reference_schema().fields
+    if f.name != EVENT_ID_FIELD
 )
+"""(name, Trino type) of every reference column, in order."""
+
+EVENT_ID_COLUMN: tuple[tuple[str, str], ...] = (
+    (EVENT_ID_FIELD, trino_type(reference_schema().find_type(EVENT_ID_FIELD))),
+)
+"""The publisher's message id as an extra column: `create_table_sql(t, EVENT_ID_COLUMN)`."""
 
 
 def quote(identifier: str) -> str:
@@ -37,13 +83,3 @@ def create_table_sql(
         f"CREATE TABLE {guard}{table} (\n  {columns}\n)\n"
         "WITH (format = 'PARQUET', partitioning = ARRAY['day(timestamp)'])"
     )
-
-
-SAMPLE_ROWS_SQL = """
-(true, 1.5, 42, 'first', ARRAY[true, false], ARRAY[1.0, 2.5], ARRAY[1, 2, 3], ARRAY['a', 'b'],
- MAP(ARRAY['colour'], ARRAY['blue']), ROW('k1', 7), TIMESTAMP '2022-07-26 00:41:48.046773 -07:00'),
-(false, -0.25, -7, 'second', ARRAY[], ARRAY[3.25], ARRAY[9223372036854775807], ARRAY['c'],
- MAP(), ROW('k2', NULL), TIMESTAMP '2022-07-27 12:00:00.000001 +02:00'),
-(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
- TIMESTAMP '2022-07-28 23:59:59.999999 Z')
-"""

@@ -170,7 +170,7 @@ class Trino(LocalService):
         import trino
 
         conn = trino.dbapi.connect(
-            host=self.config.host, port=self.config.trino_port, user="icefloe"
+            host=self.config.host, port=self.config.trino_port, user=keys.TRINO_USER
         )
         try:
             cur = conn.cursor()

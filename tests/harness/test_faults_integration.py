@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from harness.stack.tables import SAMPLE_ROWS_SQL
+from tests.harness.sample_rows import SAMPLE_ROWS_SQL
 
 pytestmark = pytest.mark.integration
 
@@ -20,16 +19,7 @@ def _query(stack: Any, sql: str) -> list[Any]:
 
 
 def _read_topic(stack: Any, topic: str, expected: int) -> list[bytes]:
-    from confluent_kafka import Consumer
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": stack.bootstrap_servers,
-            "group.id": f"check-{uuid.uuid4().hex}",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = stack.kafka_consumer("check")
     consumer.subscribe([topic])
     values: list[bytes] = []
     try:

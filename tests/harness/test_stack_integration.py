@@ -11,7 +11,8 @@ from typing import Any
 import psutil
 import pytest
 
-from harness.stack.tables import REFERENCE_COLUMNS, SAMPLE_ROWS_SQL
+from harness.stack.tables import REFERENCE_COLUMNS
+from tests.harness.sample_rows import SAMPLE_ROWS_SQL
 
 pytestmark = pytest.mark.integration
 

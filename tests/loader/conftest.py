@@ -115,17 +115,6 @@ def reference_values(count: int, seed: int = 1) -> list[tuple[str, bytes]]:
     return out
 
 
-def query(stack: Any, sql: str) -> list[Any]:
-    """Run one statement on Trino and return all rows."""
-    conn = stack.trino_connection()
-    try:
-        cur = conn.cursor()
-        cur.execute(sql)
-        return list(cur.fetchall())
-    finally:
-        conn.close()
-
-
 def wait_until(check: Callable[[], bool], timeout_s: float, what: str, step_s: float = 1.0) -> None:
     """Poll ``check`` until true or fail the test after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s

@@ -1,17 +1,20 @@
-"""Cluster mode: the loader submitted unchanged with spark-submit to a standalone Spark cluster.
+"""Cluster mode: the loader alone, submitted with spark-submit to a standalone Spark cluster.
 
 A standalone master and one worker (1 core, 1 GiB) are started from the
 pyspark package's own launch scripts, on loopback and fresh ports.  The loader
 is submitted as ``spark-submit --master spark://... --jars <provisioned jars>
---py-files loader.zip loader/__main__.py run --config FILE``: the same entry
-point and configuration file as in local mode, with master and jars taken from
-the submit command.
+--py-files loader.zip run_loader.py run --config FILE``: the same entry point
+(a copy of ``loader/__main__.py``) and configuration file as in local mode,
+with master and jars taken from the submit command.
 
-Executors decode records (``DataFrame.mapInArrow``), so they must import the
-``loader`` package.  The test ships it as a zip with ``--py-files``, as one
-would to a cluster whose machines do not have the project installed; the
-third-party libraries (pyarrow, pyiceberg) come from the interpreter named by
-``PYSPARK_PYTHON``, the project's virtualenv, on the worker.
+The loader ships alone, as it would to a cluster whose machines do not have the
+project installed: a zip of ``loader/`` and nothing else. The third-party
+libraries (pyarrow, pyiceberg) come from the interpreter named by
+``PYSPARK_PYTHON``, the project's virtualenv, whose own view of the project is
+switched off for every Python process of the run (driver, executors' workers)
+by a ``sitecustomize`` on ``PYTHONPATH``: ``harness``, ``publisher`` and the
+working copy's ``loader`` cannot be imported, so the loader that runs is the
+one in the zip, and it runs without the harness.
 
 The S3 secret stays in the 0600 file the configuration names; nothing secret
 is on any command line.
@@ -35,12 +38,13 @@ from typing import Any
 
 import pytest
 
-from tests.loader.conftest import loader_env, query, reference_values, wait_until
+from harness.loader_config import provisioned_spark
+from harness.stack.tables import EVENT_ID_COLUMN
+from tests.loader.conftest import loader_env, reference_values, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-EVENT_ID = (("event_id", "VARCHAR"),)
 
 
 def free_port() -> int:
@@ -56,7 +60,7 @@ def pyspark_home() -> Path:
 
 
 def loader_zip(dest: Path) -> Path:
-    """The ``loader`` package as a zip for ``--py-files``."""
+    """The ``loader`` package, and nothing else, as a zip for ``--py-files``."""
     with zipfile.ZipFile(dest, "w") as zf:
         for path in sorted((ROOT / "loader").rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
@@ -64,14 +68,33 @@ def loader_zip(dest: Path) -> Path:
     return dest
 
 
-def spark_env(tmp: Path) -> dict[str, str]:
-    """Environment for the cluster daemons and spark-submit: loopback, our JDK and Python."""
-    from loader.spark import java_home
+# Run by every Python process of the cluster run (site imports it after the virtualenv's .pth
+# files): the editable install's finders go, and the project's packages become unimportable.
+_WITHOUT_PROJECT = """
+import sys
+def project(hook):
+    return getattr(hook, "__module__", "").startswith("__editable__")
+sys.meta_path[:] = [f for f in sys.meta_path if not project(f)]
+sys.path_hooks[:] = [h for h in sys.path_hooks if not project(h)]
+for name in ("harness", "publisher", "tests"):
+    sys.modules[name] = None
+"""
 
+
+def without_project(folder: Path) -> Path:
+    """A folder for ``PYTHONPATH`` whose ``sitecustomize`` hides the project's own packages."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text(_WITHOUT_PROJECT)
+    return folder
+
+
+def spark_env(tmp: Path, cache: Path) -> dict[str, str]:
+    """Environment for the cluster daemons and spark-submit: loopback, our JDK and Python."""
     env = loader_env()
     env.update(
         {
-            "JAVA_HOME": str(java_home()),
+            "JAVA_HOME": str(provisioned_spark(cache).java_home),
+            "PYTHONPATH": str(without_project(tmp / "without-project")),
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_LOCAL_DIRS": str(tmp / "local"),
             "SPARK_LOG_DIR": str(tmp / "logs"),
@@ -137,9 +160,9 @@ def master_state(ui_port: int) -> dict[str, Any]:
 
 
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[tuple[str, int, dict[str, str]]]:
+def cluster(stack: Any, tmp_path: Path) -> Iterator[tuple[str, int, dict[str, str]]]:
     """A standalone master and one worker: yields (master URL, master UI port, env)."""
-    env = spark_env(tmp_path)
+    env = spark_env(tmp_path, stack.config.cache_dir)
     for sub in ("local", "logs", "work"):
         (tmp_path / sub).mkdir()
     port, ui, worker_ui = free_port(), free_port(), free_port()
@@ -196,10 +219,22 @@ def test_spark_submit_on_a_standalone_cluster_loads_exactly_once(
     loader_config: Any,
     tmp_path: Path,
 ) -> None:
-    from loader.spark import default_jars
-
     url, ui, env = cluster
-    table, topic = table_factory(extra_columns=EVENT_ID), topic_factory(partitions=2)
+    shipped = loader_zip(tmp_path / "loader.zip")
+    entry = tmp_path / "run_loader.py"
+    entry.write_text((ROOT / "loader" / "__main__.py").read_text())
+    # What every process of the run sees: no harness, and the loader only from the zip.
+    probe = "import importlib.util as u, loader; print(loader.__file__, u.find_spec('harness'))"
+    seen = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**env, "PYTHONPATH": f"{shipped}:{env['PYTHONPATH']}"},
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert seen.stdout.split() == [f"{shipped}/loader/__init__.py", "None"], seen.stderr
+    table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory(partitions=2)
     rows = [v for _, v in reference_values(400, seed=21)]
     produce(topic, rows[:150], partition=0)
     produce(topic, rows[150:300], partition=1)
@@ -211,14 +246,14 @@ def test_spark_submit_on_a_standalone_cluster_loads_exactly_once(
             "--master",
             url,
             "--jars",
-            ",".join(default_jars()),
+            ",".join(provisioned_spark(stack.config.cache_dir).jars),
             "--py-files",
-            str(loader_zip(tmp_path / "loader.zip")),
+            str(shipped),
             "--executor-memory",
             "512m",
             "--driver-memory",
             "768m",
-            str(ROOT / "loader" / "__main__.py"),
+            str(entry),
             "run",
             "--config",
             str(path),
@@ -232,7 +267,7 @@ def test_spark_submit_on_a_standalone_cluster_loads_exactly_once(
         def loaded(n: int) -> bool:
             if submit.proc.poll() is not None:
                 pytest.fail(f"loader exited with {submit.proc.returncode}:\n{submit.tail()}")
-            ((count,),) = query(stack, f"SELECT count(*) FROM {table}")
+            ((count,),) = stack.query(f"SELECT count(*) FROM {table}")
             return bool(count >= n)
 
         wait_until(lambda: loaded(300), 300, "300 rows via the cluster", step_s=2)
@@ -248,5 +283,5 @@ def test_spark_submit_on_a_standalone_cluster_loads_exactly_once(
         assert submit.proc.wait(120) == 0, submit.tail()
     finally:
         submit.stop(signal.SIGKILL, timeout_s=10)
-    ((total, distinct),) = query(stack, f"SELECT count(*), count(DISTINCT event_id) FROM {table}")
+    ((total, distinct),) = stack.query(f"SELECT count(*), count(DISTINCT event_id) FROM {table}")
     assert (total, distinct) == (400, 400)

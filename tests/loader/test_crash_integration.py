@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
+from harness.stack.tables import EVENT_ID_COLUMN
 from loader.faultpoints import KILL_AFTER_COMMIT_ENV
-from tests.loader.conftest import loader_env, query, reference_values, wait_until
+from tests.loader.conftest import loader_env, reference_values, wait_until
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-EVENT_ID = (("event_id", "VARCHAR"),)
 
 
 class LoaderProcess:
@@ -60,7 +60,7 @@ class LoaderProcess:
 
 
 def counts(stack: Any, table: str) -> tuple[int, int]:
-    ((total, distinct),) = query(stack, f"SELECT count(*), count(DISTINCT event_id) FROM {table}")
+    ((total, distinct),) = stack.query(f"SELECT count(*), count(DISTINCT event_id) FROM {table}")
     return total, distinct
 
 
@@ -72,7 +72,7 @@ def test_kill_9_at_any_moment_gives_no_duplicates_and_no_gaps(
     loader_config: Any,
     tmp_path: Path,
 ) -> None:
-    table, topic = table_factory(extra_columns=EVENT_ID), topic_factory(partitions=2)
+    table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory(partitions=2)
     rows = [v for _, v in reference_values(3000, seed=7)]
     produce(topic, rows[:800], partition=0)
     produce(topic, rows[800:1500], partition=1)
@@ -116,7 +116,7 @@ def test_with_the_guard_disabled_the_same_crash_duplicates_rows(
     loader_config: Any,
     tmp_path: Path,
 ) -> None:
-    table, topic = table_factory(extra_columns=EVENT_ID), topic_factory()
+    table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory()
     produce(topic, [v for _, v in reference_values(600, seed=8)])
     path, _ = loader_config(
         table, [topic], exactly_once=False, kafka={"max_offsets_per_trigger": 200}

@@ -10,16 +10,15 @@ from typing import Any
 
 import pytest
 
+from harness.stack.tables import EVENT_ID_COLUMN
 from loader import keys
 from loader.config import LoaderConfig
 from loader.errors import ConcurrentLoader, PoisonMessage
 from loader.job import LoaderJob
 from loader.status import read_status
-from tests.loader.conftest import query, reference_values, wait_until
+from tests.loader.conftest import reference_values, wait_until
 
 pytestmark = pytest.mark.integration
-
-EVENT_ID = (("event_id", "VARCHAR"),)
 
 
 @contextmanager
@@ -43,7 +42,7 @@ def pump_until(job: LoaderJob, check: Callable[[], bool], timeout_s: float, what
 
 
 def counts(stack: Any, table: str) -> tuple[int, int]:
-    ((total, distinct),) = query(stack, f"SELECT count(*), count(DISTINCT event_id) FROM {table}")
+    ((total, distinct),) = stack.query(f"SELECT count(*), count(DISTINCT event_id) FROM {table}")
     return total, distinct
 
 
@@ -66,7 +65,7 @@ def test_loads_valid_rows_exactly_once_and_resumes_from_the_table(
     loader_config: Any,
     iceberg_catalog: Any,
 ) -> None:
-    table, topic = table_factory(extra_columns=EVENT_ID), topic_factory(partitions=2)
+    table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory(partitions=2)
     rows = reference_values(600)
     produce(topic, [v for _, v in rows[:300]], partition=0)
     produce(topic, [v for _, v in rows[300:500]], partition=1)
@@ -88,8 +87,8 @@ def test_loads_valid_rows_exactly_once_and_resumes_from_the_table(
 
     # Values survive the trip: the first row as Trino sees it.
     first = json.loads(rows[0][1])
-    ((integer, string, key),) = query(
-        stack, f"SELECT integer, string, nested.key FROM {table} WHERE event_id = '{rows[0][0]}'"
+    ((integer, string, key),) = stack.query(
+        f"SELECT integer, string, nested.key FROM {table} WHERE event_id = '{rows[0][0]}'"
     )
     assert (integer, string, key) == (first["integer"], first["string"], first["nested"]["key"])
 
@@ -112,7 +111,11 @@ def test_malformed_records_go_to_the_dead_letter_topic_with_headers(
     produce: Any,
     loader_config: Any,
 ) -> None:
-    table, topic, dlq = table_factory(extra_columns=EVENT_ID), topic_factory(), topic_factory()
+    table, topic, dlq = (
+        table_factory(extra_columns=EVENT_ID_COLUMN),
+        topic_factory(),
+        topic_factory(),
+    )
     rows = reference_values(50, seed=2)
     produce(
         topic,
@@ -150,7 +153,11 @@ def test_without_dead_letter_topic_the_first_malformed_record_halts_the_loader(
     produce: Any,
     loader_config: Any,
 ) -> None:
-    table, topic, dlq = table_factory(extra_columns=EVENT_ID), topic_factory(), topic_factory()
+    table, topic, dlq = (
+        table_factory(extra_columns=EVENT_ID_COLUMN),
+        topic_factory(),
+        topic_factory(),
+    )
     rows = reference_values(30, seed=3)
     produce(topic, [v for _, v in rows[:10]] + [b'{"integer": 1.5}'] + [v for _, v in rows[10:]])
     _, config = loader_config(table, [topic])
@@ -182,7 +189,7 @@ def test_columns_added_and_dropped_in_trino_apply_without_restart(
     produce: Any,
     loader_config: Any,
 ) -> None:
-    table, topic = table_factory(extra_columns=EVENT_ID), topic_factory()
+    table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory()
     _, config = loader_config(table, [topic])
 
     def row(i: int, **extra: Any) -> bytes:
@@ -191,13 +198,13 @@ def test_columns_added_and_dropped_in_trino_apply_without_restart(
     with running(config, spark) as job:
         produce(topic, [row(i, colour="red") for i in range(5)])
         pump_until(job, lambda: counts(stack, table)[0] >= 5, 90, "5 rows")
-        query(stack, f"ALTER TABLE {table} ADD COLUMN colour VARCHAR")
+        stack.query(f"ALTER TABLE {table} ADD COLUMN colour VARCHAR")
         produce(topic, [row(i, colour="blue") for i in range(5, 10)])
         pump_until(job, lambda: counts(stack, table)[0] >= 10, 60, "10 rows")
-        query(stack, f"ALTER TABLE {table} DROP COLUMN string")
+        stack.query(f"ALTER TABLE {table} DROP COLUMN string")
         produce(topic, [row(i, colour="green", string="gone") for i in range(10, 15)])
         pump_until(job, lambda: counts(stack, table)[0] >= 15, 60, "15 rows")
-    colours = query(stack, f"SELECT colour, count(*) FROM {table} GROUP BY colour ORDER BY 1")
+    colours = stack.query(f"SELECT colour, count(*) FROM {table} GROUP BY colour ORDER BY 1")
     assert colours == [["blue", 5], ["green", 5], [None, 5]]
     assert counts(stack, table) == (15, 15)
 
@@ -205,18 +212,8 @@ def test_columns_added_and_dropped_in_trino_apply_without_restart(
 def consume(stack: Any, topic: str, count: int, timeout_s: float = 30) -> list[Any]:
     """Read ``count`` messages from the start of ``topic``."""
     import time
-    import uuid
 
-    from confluent_kafka import Consumer
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": stack.bootstrap_servers,
-            "group.id": uuid.uuid4().hex,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = stack.kafka_consumer("test")
     consumer.subscribe([topic])
     out: list[Any] = []
     deadline = time.monotonic() + timeout_s
