@@ -436,12 +436,9 @@ def _b64(raw: bytes | None) -> str | None:
 # The transform
 # ---------------------------------------------------------------------------
 
-CASE_FORMAT = Codec(
-    "a case format",
-    CaseFormat.parse,
-    lambda c: c.value,
-    metavar="|".join(m.value for m in CaseFormat),
-)
+CASE_FORMAT = Codec("a case format", CaseFormat.parse, lambda c: c.value, metavar="FORMAT")
+_FORMATS = ", ".join(m.value for m in CaseFormat)
+
 PROJECTIONS = Codec(
     MAPPING.expected,
     lambda value: tuple(Projection(c, s) for c, s in MAPPING.parse(value).items()),
@@ -475,10 +472,14 @@ class Transform:
         help="columns filled from the message: {column: pointer or kafka:...}",
     )
     case_from: CaseFormat | None = setting(
-        None, codec=CASE_FORMAT, help="convert keys from this case format (with case_to)"
+        None,
+        codec=CASE_FORMAT,
+        help=f"convert keys from this case format ({_FORMATS}), with case_to",
     )
     case_to: CaseFormat | None = setting(
-        None, codec=CASE_FORMAT, help="convert keys to this case format (with case_from)"
+        None,
+        codec=CASE_FORMAT,
+        help=f"convert keys to this case format ({_FORMATS}), with case_from",
     )
     unnest_pointer: JsonPointer | None = field(default=None, init=False, compare=False, repr=False)
 
