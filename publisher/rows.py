@@ -120,6 +120,17 @@ _ROLES: dict[str, str] = {
 }
 #: Pooled columns in the order their indices are drawn (POOL_BITS each, after the bit).
 POOLED_COLUMNS: tuple[str, ...] = tuple(n for n, role in _ROLES.items() if role == "pool")
+#: How the dict form copies a pooled value, so a caller may edit it: lists and objects afresh.
+_COPIES: dict[str, str] = {
+    f.name: (
+        "list"
+        if isinstance(f.field_type, ListType)
+        else "dict"
+        if isinstance(f.field_type, MapType | StructType)
+        else ""
+    )
+    for f in reference_schema().fields
+}
 #: The pool indices and the boolean, then 16 bits whose remainder picks the time zone (16 bits
 #: keep the modulo bias negligible for any offset count).
 _TZ_SHIFT = len(POOLED_COLUMNS) * POOL_BITS + 1
@@ -245,13 +256,7 @@ class ReferenceRows:
         self.clock = clock
         self.rng = rng
         self.schema = reference_schema()
-        self._columns = tuple(
-            (name, role, getattr(pools, name).values, _pool_shift(POOLED_COLUMNS.index(name)))
-            if role == "pool"
-            else (name, role, (), 0)
-            for name, role in _ROLES.items()
-        )
-        self.text = self._compile_text()
+        self.text, self._row = self._compile()
 
     def _draw(self) -> tuple[int, str]:
         rng = self.rng
@@ -260,39 +265,48 @@ class ReferenceRows:
         offsets = len(self.clock.config.offsets_minutes)
         return bits, self.clock.render(instant, (bits >> _TZ_SHIFT) % offsets)
 
-    def _compile_text(self) -> Callable[[str], str]:
-        """Compile the hot path: one f-string over the schema's columns.
+    def _compile(self) -> tuple[Callable[[str], str], Callable[[str], dict[str, Any]]]:
+        """Compile the text and dict forms of a row from the schema's columns.
 
-        The function's source is generated from the columns (names and roles, see
-        ``_ROLES``) and compiled once per source, with everything it touches bound to a
-        local: attribute and global lookups, and a loop over the columns, are a measurable
-        share of each row, so the JSON keys come from the schema while each row costs one
-        f-string.
+        The functions' source is generated from the columns (names and roles, see ``_ROLES``)
+        and compiled once per source, with everything they touch bound to a local: attribute
+        and global lookups, and a loop over the columns, are a measurable share of each row.
+        So the JSON keys come from the schema alone while a row costs one f-string (text) or
+        one dict display (dict).
         """
-        fields = []
+        texts, values = [], []
         for name, role in _ROLES.items():
             if not name.isidentifier():
                 raise ValueError(f"reference column {name!r} is not an identifier")
-            value = {
-                "id": '"{event_id}"',
-                "bit": '{"true" if bits & 1 else "false"}',
-                "clock": '"{days[day - day0]}{tod[secs]}.{micros:06d}{off_text}"',
-            }.get(role)
-            if value is None:
+            if role == "pool":
                 i = POOLED_COLUMNS.index(name)
-                value = f"{{p{i}[(bits >> {_pool_shift(i)}) & m]}}"
-            fields.append(f'"{name}":{value}')
+                index = f"(bits >> {_pool_shift(i)}) & m"
+                texts.append(f'"{name}":{{t{i}[{index}]}}')
+                values.append(f'"{name}": {_COPIES[name]}(v{i}[{index}])')
+                continue
+            text, value = {
+                "id": ('"{event_id}"', "event_id"),
+                "bit": ('{"true" if bits & 1 else "false"}', "bool(bits & 1)"),
+                "clock": ('"{days[day - day0]}{tod[secs]}.{micros:06d}{off_text}"', "ts"),
+            }[role]
+            texts.append(f'"{name}":{text}')
+            values.append(f'"{name}": {value}')
         source = (
             "def text(event_id):\n"
             "    bits = getrandbits(draw_bits)\n"
             "    off_us, off_text = offsets[(bits >> tz_shift) % n_offsets]\n"
             "    day, rem = divmod(end - int(rand() * span) + off_us, day_us)\n"
             "    secs, micros = divmod(rem, sec_us)\n"
-            "    return f'{{" + ",".join(fields) + "}}'\n"
+            "    return f'{{" + ",".join(texts) + "}}'\n"
+            "def row(event_id):\n"
+            "    bits, ts = draw()\n"
+            "    return {" + ", ".join(values) + "}\n"
         )
         offsets, day0, days, tod = self.clock.tables()
+        pools = [getattr(self.pools, name) for name in POOLED_COLUMNS]
         scope: dict[str, Any] = {
-            **{f"p{i}": getattr(self.pools, n).texts for i, n in enumerate(POOLED_COLUMNS)},
+            **{f"t{i}": pool.texts for i, pool in enumerate(pools)},
+            **{f"v{i}": pool.values for i, pool in enumerate(pools)},
             "offsets": offsets,
             "n_offsets": len(offsets),
             "day0": day0,
@@ -302,6 +316,7 @@ class ReferenceRows:
             "span": self.clock.span_us + 1,
             "getrandbits": self.rng.getrandbits,
             "rand": self.rng.random,
+            "draw": self._draw,
             "m": _MASK,
             "draw_bits": _DRAW_BITS,
             "tz_shift": _TZ_SHIFT,
@@ -309,9 +324,7 @@ class ReferenceRows:
             "sec_us": MICROS_PER_SECOND,
         }
         exec(compile(source, "<reference rows>", "exec"), scope)
-        text: Callable[[str], str] = scope["text"]
-        text.__doc__ = "Draw the next row and render it as compact JSON text (event id: JSON-safe)."
-        return text
+        return scope["text"], scope["row"]
 
     def row(self, event_id: str) -> dict[str, Any]:
         """Draw the next row as a fresh dict (safe to mutate).
@@ -322,14 +335,5 @@ class ReferenceRows:
         Returns:
             A dict of JSON-domain values keyed by column name.
         """
-        bits, ts = self._draw()
-        row: dict[str, Any] = {}
-        for name, role, values, shift in self._columns:
-            if role == "pool":
-                value = values[(bits >> shift) & _MASK]
-                row[name] = value.copy() if isinstance(value, list | dict) else value
-            elif role == "bit":
-                row[name] = bool(bits & 1)
-            else:
-                row[name] = event_id if role == "id" else ts
+        row: dict[str, Any] = self._row(event_id)
         return row

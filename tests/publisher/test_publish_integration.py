@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from publisher.ledger import Ledger
-from publisher.messages import GenerationConfig, KeySpec, generate
+from publisher.messages import HEADER_EVENT_ID, GenerationConfig, KeySpec, generate
 from publisher.producer import Publisher, PublisherConfig
 
 pytestmark = pytest.mark.integration
@@ -79,7 +79,7 @@ def test_ledger_matches_the_broker(stack: Any, topic_factory: Any, tmp_path: Pat
         sent = expected[entry.event_id]
         assert msg.value() == sent.value
         assert msg.key() == sent.key
-        assert dict(msg.headers() or [])["icefloe-event-id"] == entry.event_id.encode()
+        assert dict(msg.headers() or [])[HEADER_EVENT_ID] == entry.event_id.encode()
         assert msg.timestamp()[1] == entry.timestamp
     # No extra messages beyond what the ledger lists.
     per_partition = ledger.offsets()
