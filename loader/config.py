@@ -293,6 +293,7 @@ class LoaderConfig:
     checkpoint_location: str | None = None
     decode: DecodeOptions = field(default_factory=DecodeOptions)
     exactly_once: bool = True
+    fencing: bool = True
     spark: SparkConfig = field(default_factory=SparkConfig)
 
     @property
@@ -344,6 +345,7 @@ _SETTINGS = {
         _Setting("lease_ttl", "duration"),
         _Setting("checkpoint_location", "str"),
         _Setting("exactly_once", "bool"),
+        _Setting("fencing", "bool"),
         _Setting("spark.master", "str"),
         _Setting("spark.driver_memory", "str"),
         _Setting("spark.shuffle_partitions", "int"),
@@ -638,6 +640,7 @@ def load_config(
         lease_ttl_s=lease_ttl,
         checkpoint_location=get("checkpoint_location"),
         exactly_once=get("exactly_once", True),
+        fencing=get("fencing", True),
         spark=spark,
         decode=DecodeOptions(
             transform=transform,
