@@ -22,8 +22,13 @@ from typing import Any
 from harness.loader_config import stack_loader_config
 from harness.scenarios.history import History
 from harness.stack.process import ManagedProcess
+from loader.cli import EXIT_NOT_OWNER
 from loader.config import LoaderConfig, env_var
-from loader.faultpoints import KILL_AFTER_COMMIT_ENV
+from loader.faultpoints import (
+    KILL_AFTER_COMMIT_ENV,
+    PAUSE_AFTER_COMMITS_ENV,
+    PAUSE_AT_ENV,
+)
 from loader.settings import from_mapping
 from loader.transforms import Transform
 
@@ -53,6 +58,10 @@ class LoaderSettings:
             instead of by luck of timing.
         self_kills: How many starts (the first ones) get that hook; later starts run clean,
             so a supervised loader can finish the run.
+        fencing: ``False`` switches the loader's commit fencing off (break demonstrations).
+        pause_at: Make the loader's first start freeze itself (SIGSTOP of its process group) at
+            this point of a batch (``loader.faultpoints``: planned, write, publish).
+        pause_after_commits: Commits the first start makes before the pause can fire.
     """
 
     loader_id: str
@@ -67,6 +76,9 @@ class LoaderSettings:
     extra: Mapping[str, Any] = field(default_factory=dict)
     kill_after_commit: int | None = None
     self_kills: int = 1
+    fencing: bool = True
+    pause_at: str | None = None
+    pause_after_commits: int = 0
 
 
 def loader_config(settings: LoaderSettings, stack: Any, checkpoint: Path) -> LoaderConfig:
@@ -95,6 +107,7 @@ def loader_config(settings: LoaderSettings, stack: Any, checkpoint: Path) -> Loa
         lease_ttl=settings.lease_ttl_s,
         checkpoint_location=str(checkpoint),
         exactly_once=settings.exactly_once,
+        fencing=settings.fencing,
         transform=transform,
         **settings.extra,
     )
@@ -134,6 +147,8 @@ class LoaderProcess:
         self._lock = threading.RLock()
         self._watching = False
         self._watcher: threading.Thread | None = None
+        self._expected_codes: set[int] = set()
+        self._seen_pid: int | None = None
         self.starts = 0
 
     # -- lifecycle ----------------------------------------------------------
@@ -161,13 +176,17 @@ class LoaderProcess:
             env = dict(os.environ)
             env[SECRET_ENV] = self.stack.credentials.secret_key.reveal()
             env.setdefault("PYTHONUNBUFFERED", "1")
-            env.pop(KILL_AFTER_COMMIT_ENV, None)
+            for hook in (KILL_AFTER_COMMIT_ENV, PAUSE_AT_ENV, PAUSE_AFTER_COMMITS_ENV):
+                env.pop(hook, None)
             self_kill = (
                 self.settings.kill_after_commit is not None
                 and self.starts < self.settings.self_kills
             )
             if self_kill:
                 env[KILL_AFTER_COMMIT_ENV] = str(self.settings.kill_after_commit)
+            if self.settings.pause_at and self.starts == 0:
+                env[PAUSE_AT_ENV] = self.settings.pause_at
+                env[PAUSE_AFTER_COMMITS_ENV] = str(self.settings.pause_after_commits)
             mark = self.log_size()
             began = time.monotonic()
             self.history.record(
@@ -177,6 +196,8 @@ class LoaderProcess:
                 loader_id=self.settings.loader_id,
                 trigger_interval_s=self.settings.trigger_interval_s,
                 exactly_once=self.settings.exactly_once,
+                fencing=self.settings.fencing,
+                pause_at=self.settings.pause_at if self.starts == 0 else None,
                 dead_letter_topic=self.settings.dead_letter_topic,
                 kill_after_commit=self.settings.kill_after_commit if self_kill else None,
             )
@@ -224,6 +245,48 @@ class LoaderProcess:
             self.process.stop(timeout)
         self.history.record("loader", "info", "stopped", pid=pid)
 
+    def freeze(self) -> int | None:
+        """SIGSTOP the loader's process group, as a GC pause or a frozen VM would.
+
+        Returns:
+            The frozen pid, or None if it was not running.
+        """
+        with self._lock:
+            pid = self.process.pid
+            self.process.pause()
+        self.history.record("loader", "info", "frozen", pid=pid)
+        return pid
+
+    def frozen(self) -> bool:
+        """Whether the loader is stopped (by ``freeze`` or by its own pause hook)."""
+        return self.process.is_paused()
+
+    def retire(self, timeout_s: float = 180.0) -> int | None:
+        """Thaw a frozen loader that another loader has replaced and wait for it to step down.
+
+        An exit with ``EXIT_NOT_OWNER`` (fenced off) is the expected end; any other exit is
+        recorded as unexpected.
+
+        Args:
+            timeout_s: How long to wait for the exit before killing it.
+
+        Returns:
+            Its exit code, or None if it had to be killed.
+        """
+        with self._lock:
+            self._expected_codes = {EXIT_NOT_OWNER}
+            pid = self.process.pid
+            self.process.resume()
+        self.history.record("loader", "info", "thawed", pid=pid)
+        if not self.process.wait_exit(timeout_s):
+            self.kill()
+            return None
+        code = self.process.returncode()
+        deadline = time.monotonic() + 5
+        while self._seen_pid is not None and time.monotonic() < deadline:
+            time.sleep(0.1)  # let the watcher record the exit first
+        return code
+
     def close(self) -> None:
         """Stop watching and stop the loader if it runs."""
         self._watching = False
@@ -244,16 +307,16 @@ class LoaderProcess:
             self._watcher.start()
 
     def _watch(self) -> None:
-        seen_pid: int | None = None
         while self._watching:
             with self._lock:
                 running = self.process.is_running()
                 started = self.process.started_pid
+                seen_pid = self._seen_pid
                 if running:
-                    seen_pid = started if started is not None else seen_pid
+                    self._seen_pid = started if started is not None else seen_pid
                 elif started is not None and seen_pid == started:
                     code = self.process.returncode()
-                    expected = self._expected_exit
+                    expected = self._expected_exit or code in self._expected_codes
                     self.history.record(
                         "loader",
                         "info",
@@ -263,7 +326,7 @@ class LoaderProcess:
                         expected=expected,
                         message="" if expected else self.log_tail(30),
                     )
-                    seen_pid = None
+                    self._seen_pid = None
                     if not expected and self.restart_on_exit and self._watching:
                         threading.Thread(target=self._restart_later, daemon=True).start()
             time.sleep(0.2)

@@ -15,9 +15,14 @@ import sys
 from collections.abc import Callable, Sequence
 
 from loader.config import LoaderConfig, add_flags, from_args
-from loader.errors import LoaderError
+from loader.errors import ConcurrentLoader, LoaderError
 
-__all__ = ["build_parser", "configure_parser", "main", "run"]
+__all__ = ["EXIT_NOT_OWNER", "build_parser", "configure_parser", "main", "run"]
+
+EXIT_NOT_OWNER = 3
+"""Exit code of a loader that does not own its table: another loader's lease was live at
+start (``ConcurrentLoader``), or another loader took the table over while it ran (``Fenced``).
+A supervisor need not restart it at once: the owner is loading."""
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -52,7 +57,8 @@ def run(
             harness fills in the Spark runtime it provisioned).
 
     Returns:
-        The exit code: 0 on a requested stop, 1 when the loader stopped on an error.
+        The exit code: 0 on a requested stop, ``EXIT_NOT_OWNER`` (3) when another loader owns
+        the table (refused at start, or fenced off while running), 1 on any other error.
     """
     logging.basicConfig(
         level=logging.INFO if args.verbose or args.action == "run" else logging.WARNING,
@@ -76,7 +82,7 @@ def run(
         return LoaderJob(config).run()
     except LoaderError as exc:
         print(f"icefloe load: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return 1
+        return EXIT_NOT_OWNER if isinstance(exc, ConcurrentLoader) else 1
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -334,6 +334,12 @@ class LoaderConfig:
         codec=BOOLEAN,
         help="resume from the offsets in the table; false resumes from the Spark checkpoint only",
     )
+    fencing: bool = setting(
+        True,
+        codec=BOOLEAN,
+        help="publish a batch only while this loader owns the table; false appends straight "
+        "to main, unfenced (demonstrations only)",
+    )
     case_insensitive: bool = setting(
         True, codec=BOOLEAN, help="match JSON keys to column names ignoring case"
     )

@@ -10,13 +10,15 @@ publisher's tests, the harness) catch one vocabulary:
 * ``SchemaMismatch``: the *table* schema has something the loader cannot load
   (an unsupported type, a projection into an incompatible column).
 * ``InvalidOffsets``: the offsets bookkeeping in a snapshot summary is corrupt.
-* ``ConcurrentLoader``: another live loader owns the table.
+* ``ConcurrentLoader``: another live loader owns the table (refused at start).
+* ``Fenced``: another loader took the table over from this running one, which steps down.
 * ``ConfigError``: the configuration is invalid.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 
 class Kind(StrEnum):
@@ -141,6 +143,36 @@ class ConcurrentLoader(LoaderError):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.table, self.owner, self.lease_expires_ms))
+
+
+class Fenced(ConcurrentLoader):
+    """This loader process no longer holds the table: another one took it over.
+
+    Raised when the lease names another loader (or a newer process of this loader) or when
+    the commit that would publish a batch is refused because the table moved on. The loader
+    steps down: it commits nothing more, renews no lease and leaves the owner alone.
+
+    Attributes:
+        me: this loader's id.
+    """
+
+    def __init__(self, table: str, me: str, lease: Any) -> None:
+        self.me = me
+        self.lease = lease
+        owner = lease.owner if lease is not None else "(none)"
+        expires = lease.expires_ms if lease is not None else 0
+        LoaderError.__init__(
+            self,
+            f"table {table!r} is now owned by loader {owner!r}"
+            + (f" (process {lease.instance})" if lease is not None and lease.instance else "")
+            + f"; loader {me!r} was fenced off and steps down without committing",
+        )
+        self.table = table
+        self.owner = owner
+        self.lease_expires_ms = expires
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.table, self.me, self.lease))
 
 
 class ConfigError(LoaderError, ValueError):

@@ -2,10 +2,13 @@
 
 Start-up order matters:
 
-1. read the table (``TableView.state``) and refuse to start if another
-   loader's lease is live (``ConcurrentLoader``);
-2. claim the lease in the table properties, then read it back: of two
-   loaders starting together the last writer wins and the other stops;
+1. take the table over (``TableView.take_over``): refuse to start if another
+   loader id's lease is live (``ConcurrentLoader``), else write this process's
+   lease and move main in one commit conditioned on main not having moved
+   since the lease was read. Of two loaders starting together one commit
+   wins; the other reads again and refuses. Moving main fences off any
+   earlier process of this loader that is frozen rather than dead;
+2. read the table (``TableView.state``);
 3. choose where to read from.  With ``exactly_once`` the table is the single
    source of truth: the Spark checkpoint is deleted and the Kafka source
    starts at the committed offsets (earliest for partitions the table has
@@ -14,10 +17,13 @@ Start-up order matters:
    resumes from the checkpoint, or from ``kafka.starting_offsets``;
 4. start the query with ``BatchSink`` as ``foreachBatch``.
 
-While the query runs the main thread renews the lease at half its TTL,
-refreshes lag and freshness metrics, and watches for SIGTERM/SIGINT: a stop
-request lets the batch in progress finish (bounded by ``stop_timeout_s``),
-then stops the query and releases the lease.  SIGKILL needs no handling:
+While the query runs the main thread renews the lease when no commit has
+renewed it for half its TTL (a conditional commit: only while this process
+still holds it), refreshes lag and freshness metrics, and watches for
+SIGTERM/SIGINT: a stop request lets the batch in progress finish (bounded by
+``stop_timeout_s``), then stops the query and releases the lease.  A process
+that finds it was fenced (``Fenced``, from a batch or a renewal) stops its
+query and steps down without touching the lease.  SIGKILL needs no handling:
 every commit is one atomic Iceberg snapshot and restarts re-plan from the
 table.
 """
@@ -31,14 +37,14 @@ import signal
 import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from loader.config import LoaderConfig
 from loader.deadletter import DeadLetterProducer
-from loader.errors import ConcurrentLoader, LoaderError
+from loader.errors import Fenced, LoaderError
 from loader.metrics import LoaderMetrics
-from loader.offsets import check_lease
 from loader.sink import BatchSink
 from loader.table import TableView, now_ms
 from loader.topics import KafkaMetadata, starting_offsets_json
@@ -49,6 +55,20 @@ if TYPE_CHECKING:
 __all__ = ["LoaderJob", "default_checkpoint"]
 
 log = logging.getLogger("icefloe.loader")
+
+
+class _NoDomainErrorTraces(logging.Filter):
+    """Drop py4j's stack trace of a ``foreachBatch`` call that raised a domain error.
+
+    The loader reports such an error itself, in one line; unexpected errors keep their trace.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, LoaderError)
+
+
+_PY4J_CALLBACKS = "py4j.clientserver"
 
 
 def default_checkpoint(config: LoaderConfig) -> str:
@@ -69,6 +89,8 @@ class LoaderJob:
         sink: the ``foreachBatch`` sink (its ``failure`` and ``commits``).
         metrics: the Prometheus metrics.
         starting_offsets: what the Kafka source was told, for logs and tests.
+        instance: this process's token: the lease names it, so a newer process of
+            the same loader id fences this one off.
     """
 
     def __init__(
@@ -90,6 +112,8 @@ class LoaderJob:
         self._kafka: KafkaMetadata | None = None
         self._dead_letters: DeadLetterProducer | None = None
         self._renewed_ms = 0
+        self.instance = uuid.uuid4().hex[:16]
+        self._fenced: Fenced | None = None
 
     @property
     def spark(self) -> SparkSession:
@@ -113,13 +137,13 @@ class LoaderJob:
             LoaderError: the table or Kafka cannot be read.
         """
         cfg = self.config
+        callbacks = logging.getLogger(_PY4J_CALLBACKS)
+        if not any(isinstance(f, _NoDomainErrorTraces) for f in callbacks.filters):
+            callbacks.addFilter(_NoDomainErrorTraces())
+        self.view.take_over(self.instance, self._ttl_ms)
+        self._renewed_ms = now_ms()
+        log.info("took over %s as loader %s (process %s)", cfg.table, cfg.loader_id, self.instance)
         state = self.view.state()
-        check_lease(str(cfg.table), cfg.loader_id, now_ms(), state.leases, skew_ms=1000)
-        self._claim()
-        time.sleep(0.5)  # let a concurrent claimer's write land before reading back
-        owner = self.view.lease_owner()
-        if owner is not None and owner.owner != cfg.loader_id:
-            raise ConcurrentLoader(str(cfg.table), owner.owner, owner.expires_ms)
 
         self._kafka = KafkaMetadata(cfg.kafka)
         options = cfg.kafka.spark_options()
@@ -141,7 +165,9 @@ class LoaderJob:
 
         if cfg.dead_letter_topic:
             self._dead_letters = DeadLetterProducer(cfg.kafka, cfg.dead_letter_topic, cfg.loader_id)
-        self.sink = BatchSink(cfg, self.spark, self.view, self.metrics, self._dead_letters)
+        self.sink = BatchSink(
+            cfg, self.spark, self.view, self.metrics, self._dead_letters, self.instance
+        )
         self.metrics.serve(cfg.metrics_port)
 
         source = self.spark.readStream.format("kafka")
@@ -173,7 +199,7 @@ class LoaderJob:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         last_metrics = 0.0
         while self.query is not None and self.query.isActive:
-            if self._stop.is_set():
+            if self._stop.is_set() or self._fenced is not None:
                 self._stop_query()
                 break
             if time.monotonic() - last_metrics >= 5.0:
@@ -204,10 +230,12 @@ class LoaderJob:
         if self._kafka is not None:
             self._kafka.close()
             self._kafka = None
+        if self._fenced is not None or isinstance(self._sink_failure(), Fenced):
+            return  # the lease is another process's: leave it alone
         try:
-            owner = self.view.lease_owner()
-            if owner is not None and owner.owner == self.config.loader_id:
-                self.view.claim(0)
+            self.view.renew(self.instance, 0)
+        except Fenced:
+            pass
         except Exception as exc:  # the catalog may be down; the lease then just expires
             log.warning("could not release the lease: %s", exc)
 
@@ -232,9 +260,12 @@ class LoaderJob:
 
     # -- internals ---------------------------------------------------------
 
-    def _claim(self) -> None:
-        self.view.claim(round(self.config.lease_ttl_s * 1000))
-        self._renewed_ms = now_ms()
+    @property
+    def _ttl_ms(self) -> int:
+        return round(self.config.lease_ttl_s * 1000)
+
+    def _sink_failure(self) -> BaseException | None:
+        return self.sink.failure if self.sink is not None else None
 
     def _stop_query(self) -> None:
         deadline = time.monotonic() + self.stop_timeout_s
@@ -250,10 +281,15 @@ class LoaderJob:
             log.info("Spark stopped before the query could be stopped; nothing left to stop")
 
     def _maintain(self) -> None:
-        ttl_ms = round(self.config.lease_ttl_s * 1000)
-        if now_ms() - self._renewed_ms >= ttl_ms // 2:
+        renewed = max(self._renewed_ms, self.sink.renewed_ms if self.sink is not None else 0)
+        if now_ms() - renewed >= self._ttl_ms // 2:
             try:
-                self._claim()
+                if self.view.renew(self.instance, self._ttl_ms):
+                    self._renewed_ms = now_ms()
+            except Fenced as exc:
+                log.error("%s", exc)
+                self._fenced = exc
+                return
             except Exception as exc:
                 log.warning("lease renewal failed: %s", exc)
         try:
@@ -279,7 +315,9 @@ class LoaderJob:
             fs.delete(path, True)
 
     def _raise_failure(self) -> None:
-        failure = self.sink.failure if self.sink is not None else None
+        if self._fenced is not None:
+            raise self._fenced
+        failure = self._sink_failure()
         if isinstance(failure, LoaderError):
             raise failure
         error = self.query.exception() if self.query is not None else None

@@ -26,8 +26,15 @@ snapshot.  The map is complete in every snapshot, so the newest one suffices."""
 BATCH_ID = "icefloe.batch-id"
 """The Spark micro-batch id that produced the snapshot (decimal)."""
 
-LEASE_EXPIRES_MS = "icefloe.lease-expires-ms"
-"""Until when (epoch milliseconds) the committing loader claims the table."""
+INSTANCE = "icefloe.instance"
+"""The token of the loader process that committed the snapshot (new at every start)."""
+
+CLAIM = "icefloe.claim"
+"""Set (to the new owner's loader id) on the empty snapshot a loader commits when it takes
+the table over; the snapshot moves main, which fences off every batch planned before it."""
+
+WAP_ID = "wap.id"
+"""Iceberg's summary key naming the write-audit-publish id of a staged snapshot."""
 
 RECORDS = "icefloe.records"
 """Rows written by the batch (decimal)."""
@@ -47,8 +54,21 @@ QUERY_ID = "icefloe.query-id"
 TABLE_OWNER = "icefloe.loader.owner"
 """The loader id holding the lease on the table."""
 
+TABLE_INSTANCE = "icefloe.loader.instance"
+"""The token of the one process of ``TABLE_OWNER`` that holds the lease."""
+
 TABLE_LEASE_EXPIRES_MS = "icefloe.loader.lease-expires-ms"
 """Until when (epoch milliseconds) ``TABLE_OWNER`` holds the lease."""
+
+WAP_ENABLED = "write.wap.enabled"
+"""Iceberg table property that lets a Spark write stage its snapshot instead of committing
+it to main (set by the loader when it takes a table over)."""
+
+# --- Spark session configuration -----------------------------------------
+
+SPARK_WAP_ID = "spark.wap.id"
+"""Session setting: with ``WAP_ENABLED`` on the table, a write stages its snapshot under
+this id instead of moving main."""
 
 # --- dead-letter headers ---------------------------------------------------
 

@@ -15,17 +15,15 @@ lineage, not the newest timestamp, is the truth.  Snapshots of others
 carry no offsets and are skipped; snapshots removed by ``expire_snapshots``
 simply end the walk early, which ``Committed.history_truncated`` reports.
 
-Ownership lease (the "two loaders" guard): every loader has a unique loader id.
-Each snapshot it commits stamps ``keys.LOADER_ID`` and ``keys.LEASE_EXPIRES_MS``
-(now + ttl), and the loader also keeps the table properties
-``keys.TABLE_OWNER``/``keys.TABLE_LEASE_EXPIRES_MS`` up to date (at start, when
-half the ttl is used, and released on a clean stop), so an idle loader still
-holds the table.  Before starting and before each commit, a loader collects
-the leases from the table properties and from the newest icefloe snapshot;
-if another loader's lease has not expired (allowing ``skew_ms`` of clock
-skew) it stops with ``ConcurrentLoader``.  The lease is advisory: Iceberg
-appends from two writers do not conflict, so the guard is what prevents two
-loaders from interleaving their offsets.
+Ownership and fencing (the "two loaders" guard): the table property lease
+(``keys.TABLE_OWNER``, ``keys.TABLE_INSTANCE``, ``keys.TABLE_LEASE_EXPIRES_MS``) names the
+one loader process that may commit.  A loader starts only if no other loader id holds a live
+lease (``check_lease``); it then takes the lease over in a commit that also moves the
+table's main branch, so every batch another process planned before the takeover can no
+longer be published.  Each batch is published by a commit the catalog accepts only while
+main still points at the snapshot the batch was planned from (see ``loader.table``), and
+before planning a loader checks it still holds the lease (``check_owner``): a process that
+finds the lease taken over has been fenced and steps down (``Fenced``).
 """
 
 from __future__ import annotations
@@ -36,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from loader import keys
-from loader.errors import ConcurrentLoader, InvalidOffsets
+from loader.errors import ConcurrentLoader, Fenced, InvalidOffsets
 
 __all__ = [
     "BatchPlan",
@@ -47,11 +45,11 @@ __all__ = [
     "Offsets",
     "SnapshotInfo",
     "check_lease",
+    "check_owner",
     "committed_offsets",
     "decode_offsets",
     "encode_offsets",
     "lease_from_properties",
-    "lease_from_summary",
     "lease_properties",
     "live_foreign_lease",
     "plan_batch",
@@ -288,35 +286,36 @@ def plan_batch(
 
 
 # ---------------------------------------------------------------------------
-# Ownership lease
+# Ownership lease and fencing
 # ---------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Lease:
-    """A loader's claim on a table until ``expires_ms`` (epoch milliseconds)."""
+    """A loader's claim on a table until ``expires_ms`` (epoch milliseconds).
+
+    Attributes:
+        owner: the loader id (stable across the loader's restarts).
+        expires_ms: when the claim ends unless renewed.
+        instance: the token of the one process holding it (new at every start), or ``""``
+            for a lease written without one.
+    """
 
     owner: str
     expires_ms: int
-
-
-def _lease(owner: str | None, expires: str | None) -> Lease | None:
-    if not owner or expires is None:
-        return None
-    try:
-        return Lease(owner, int(expires))
-    except ValueError:
-        return None
-
-
-def lease_from_summary(summary: Mapping[str, str]) -> Lease | None:
-    """The lease stamped in a snapshot summary, or ``None``."""
-    return _lease(summary.get(keys.LOADER_ID), summary.get(keys.LEASE_EXPIRES_MS))
+    instance: str = ""
 
 
 def lease_from_properties(properties: Mapping[str, str]) -> Lease | None:
     """The lease held in table properties, or ``None``."""
-    return _lease(properties.get(keys.TABLE_OWNER), properties.get(keys.TABLE_LEASE_EXPIRES_MS))
+    owner = properties.get(keys.TABLE_OWNER)
+    expires = properties.get(keys.TABLE_LEASE_EXPIRES_MS)
+    if not owner or expires is None:
+        return None
+    try:
+        return Lease(owner, int(expires), properties.get(keys.TABLE_INSTANCE, ""))
+    except ValueError:
+        return None
 
 
 def live_foreign_lease(
@@ -345,7 +344,10 @@ def live_foreign_lease(
 def check_lease(
     table: str, me: str, now_ms: int, leases: Iterable[Lease | None], *, skew_ms: int = 0
 ) -> None:
-    """Stop if another live loader owns the table.
+    """Refuse to start while another live loader owns the table.
+
+    A lease of the same loader id never blocks: that is this loader restarting (after a kill,
+    or while an earlier process of it is frozen: taking over fences that process off).
 
     Args:
         table: the table identifier, for the message.
@@ -359,24 +361,49 @@ def check_lease(
         raise ConcurrentLoader(table, other.owner, other.expires_ms)
 
 
-def lease_properties(me: str, now_ms: int, ttl_ms: int) -> dict[str, str]:
+def check_owner(table: str, me: str, instance: str, lease: Lease | None) -> None:
+    """Step down unless this process still holds the table's lease.
+
+    The lease changes hands only through a takeover commit, which also moves the table's main
+    branch; so a lease that is still ``(me, instance)`` means nobody took over, even when it
+    has expired meanwhile.
+
+    Args:
+        table: the table identifier, for the message.
+        me: this loader's id.
+        instance: this process's token.
+        lease: the lease in the table properties now.
+
+    Raises:
+        Fenced: the lease is someone else's (another loader, or a newer process of this one).
+    """
+    if lease is None or lease.owner != me or lease.instance != instance:
+        raise Fenced(table, me, lease)
+
+
+def lease_properties(me: str, instance: str, now_ms: int, ttl_ms: int) -> dict[str, str]:
     """Table properties claiming (or, with ``ttl_ms=0``, releasing) the lease.
 
     Args:
         me: this loader's id.
+        instance: this process's token.
         now_ms: the current time (epoch milliseconds).
         ttl_ms: how long the claim lasts.
 
     Returns:
-        ``{keys.TABLE_OWNER: me, keys.TABLE_LEASE_EXPIRES_MS: now + ttl}``.
+        Owner, instance and expiry under ``keys.TABLE_OWNER``, ``keys.TABLE_INSTANCE`` and
+        ``keys.TABLE_LEASE_EXPIRES_MS``.
     """
-    return {keys.TABLE_OWNER: me, keys.TABLE_LEASE_EXPIRES_MS: str(now_ms + ttl_ms)}
+    return {
+        keys.TABLE_OWNER: me,
+        keys.TABLE_INSTANCE: instance,
+        keys.TABLE_LEASE_EXPIRES_MS: str(now_ms + ttl_ms),
+    }
 
 
 def summary_properties(
     me: str,
-    now_ms: int,
-    ttl_ms: int,
+    instance: str,
     offsets: Mapping[str, Mapping[int, int]],
     batch_id: int,
     *,
@@ -389,8 +416,7 @@ def summary_properties(
 
     Args:
         me: this loader's id.
-        now_ms: the current time (epoch milliseconds).
-        ttl_ms: lease duration stamped in the summary.
+        instance: this process's token.
         offsets: the full next-offsets map (``BatchPlan.next_offsets``).
         batch_id: the Spark micro-batch id.
         records, dead_lettered, query_id, max_timestamp_ms: optional statistics.
@@ -402,7 +428,7 @@ def summary_properties(
         keys.LOADER_ID: me,
         keys.OFFSETS: encode_offsets(offsets),
         keys.BATCH_ID: str(batch_id),
-        keys.LEASE_EXPIRES_MS: str(now_ms + ttl_ms),
+        keys.INSTANCE: instance,
     }
     if records is not None:
         props[keys.RECORDS] = str(records)

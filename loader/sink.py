@@ -3,8 +3,9 @@
 For every micro-batch Spark hands over, the sink:
 
 1. reads the table afresh (``TableView.state``): the current schema, the
-   offsets committed by the newest loader snapshot of the lineage, the leases;
-2. stops with ``ConcurrentLoader`` if another loader's lease is live;
+   offsets committed by the newest loader snapshot of the lineage, the lease,
+   and the snapshot main points at (the batch is *planned from* it);
+2. steps down with ``Fenced`` if the lease is no longer this process's;
 3. filters out, with a Spark filter, the records below the committed offsets
    (a replayed batch, a restart after a kill between the Iceberg commit and the
    checkpoint write), and decodes the rest in the executors (``mapInArrow``
@@ -17,20 +18,30 @@ For every micro-batch Spark hands over, the sink:
 5. sends the malformed records to the dead-letter topic, waiting for Kafka's
    acknowledgement, or, without a dead-letter topic, raises ``PoisonMessage``
    for the first one, so nothing of the batch is committed;
-6. appends the valid rows from the cache as ONE Iceberg snapshot whose summary
-   carries the next offsets of every partition, the loader id, the lease and
-   the newest Kafka timestamp (``offsets.summary_properties``), even when no
-   row is valid, so the offsets of dead-lettered records are committed too.
+6. writes the valid rows from the cache as ONE *staged* Iceberg snapshot
+   (write-audit-publish: main does not move) whose summary carries the next
+   offsets of every partition, the loader id and process, and the newest
+   Kafka timestamp (``offsets.summary_properties``), even when no row is
+   valid, so the offsets of dead-lettered records are committed too;
+7. publishes it (``TableView.publish``): one catalog commit points main at the
+   staged snapshot and renews the lease, accepted only while main still points
+   at the snapshot of step 1. This is the fence: a loader frozen anywhere in
+   steps 1-7 while another took the table over cannot publish.
 
-Two Spark jobs per batch: decode-and-summarize, then the append.
+Two Spark jobs per batch: decode-and-summarize, then the write.
 
-A failed append (a conflict with a concurrent compaction, a column dropped
-between reading the schema and writing, an unknown commit state) is retried
-from step 2: re-planning against the refreshed table is what makes the retry
-safe whether or not the failed commit landed.
+If main moved since step 1 (``MainMoved``), the table is read again: a lease
+that is someone else's means this process was fenced (``Fenced``); otherwise
+maintenance moved main and the batch is planned again from step 1. A failed
+write or publish (a column dropped between reading the schema and writing, a
+busy or unreachable catalog) is retried from step 1 too: re-planning against
+the refreshed table is what makes a retry safe whether or not the failed
+commit landed. Staged snapshots that were never published are removed by
+``expire_snapshots`` with their files.
 
 With ``exactly_once = false`` step 3's filter is skipped: every record Spark
-replays is written again (used to prove the checks work).
+replays is written again. With ``fencing = false`` steps 6-7 become one plain
+append to main, as before fencing existed. Both exist to prove the checks work.
 """
 
 from __future__ import annotations
@@ -59,17 +70,20 @@ from loader.batch import (
 )
 from loader.config import LoaderConfig
 from loader.deadletter import DeadLetterProducer
+from loader.errors import LoaderError
 from loader.faultpoints import FaultPoints
 from loader.metrics import LoaderMetrics
 from loader.offsets import (
+    BatchPlan,
     Offsets,
-    check_lease,
+    check_owner,
     plan_batch,
     summary_properties,
 )
 from loader.parse import spark_schema
 from loader.record import RecordDecoder, route_malformed
-from loader.table import TableState, TableView, now_ms
+from loader.spark import quiet_query_failure
+from loader.table import MainMoved, TableState, TableView, now_ms
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -79,6 +93,10 @@ __all__ = ["BatchSink"]
 log = logging.getLogger("icefloe.loader")
 
 MAX_ATTEMPTS = 4
+"""Attempts at writing and publishing a batch before the loader stops on the error."""
+
+MAX_REPLANS = 20
+"""Times a batch is planned again because main moved (maintenance) before giving up."""
 
 
 class BatchSink:
@@ -91,11 +109,13 @@ class BatchSink:
         metrics: where to count.
         dead_letters: the dead-letter producer, or ``None`` to halt on the
             first malformed record.
+        instance: this process's token, which the lease names.
 
     Attributes:
         failure: the exception that ended the query, if the sink raised one.
         commits: snapshots committed by this sink.
         in_batch: a batch is being processed (for a graceful stop).
+        renewed_ms: when the last commit renewed the lease (epoch ms), or 0.
     """
 
     def __init__(
@@ -105,8 +125,11 @@ class BatchSink:
         view: TableView,
         metrics: LoaderMetrics,
         dead_letters: DeadLetterProducer | None,
+        instance: str,
     ) -> None:
         self.config = config
+        self.instance = instance
+        self.renewed_ms = 0
         self.spark = spark
         self.view = view
         self.metrics = metrics
@@ -129,103 +152,151 @@ class BatchSink:
                 self._process(df, batch_id)
             except BaseException as exc:
                 self.failure = exc
+                if isinstance(exc, LoaderError):
+                    # The loader stops on purpose and says why in one line; Spark's own
+                    # report of the failed query would bury that line under stack traces.
+                    quiet_query_failure(self.spark)
                 raise
             finally:
                 self.in_batch = False
                 self.metrics.batch_seconds.observe(time.monotonic() - started)
 
     def _process(self, df: DataFrame, batch_id: int) -> None:
-        started = time.monotonic()
         records = df.select(*KAFKA_COLUMNS)
-        for attempt in range(1, MAX_ATTEMPTS + 1):
-            state_started = time.monotonic()
-            state = self.view.state()
-            self.last_state = state
-            check_lease(
-                str(self.config.table),
-                self.config.loader_id,
-                now_ms(),
-                state.leases,
-                skew_ms=1000,
-            )
-            committed = self._committed(state)
-            # Built here, on the driver, so an unloadable schema fails as
-            # SchemaMismatch before any executor work (spark_schema: a type this
-            # Spark cannot hold, such as time before Spark 4.1).
-            RecordDecoder(state.schema, self.config.decode)
-            spark_schema(state.schema)
-            exactly_once = self.config.exactly_once
-            kept = records.where(_keep_condition(committed)) if exactly_once else records
-            decoded = kept.mapInArrow(
-                arrow_decoder(state.schema, self.config.decode),
-                from_arrow_schema(decoded_schema(state.schema)),
-            )
-            # Read twice (the side summary, then the append): decode once.
-            decoded.persist(StorageLevel.MEMORY_AND_DISK)
+        failures = moved = 0
+        while True:
             try:
-                decode_started = time.monotonic()
-                side = self._side(decoded)
-                decode_s = time.monotonic() - decode_started
-                if side.count == 0:
-                    log.info("batch %s: every record is already committed", batch_id)
-                    return
-                plan = plan_batch(committed, side.ranges)
-                for gap in plan.gaps:
-                    log.warning(
-                        "offsets %s..%s of %s/%s were never loaded (Kafka retention or a "
-                        "non-dense topic)",
-                        gap.committed,
-                        gap.start - 1,
-                        gap.topic,
-                        gap.partition,
-                    )
-                self._dead_letter(side.rejects)
-                rows = side.count - len(side.rejects)
-                props = summary_properties(
-                    self.config.loader_id,
-                    now_ms(),
-                    round(self.config.lease_ttl_s * 1000),
-                    plan.next_offsets,
+                self._attempt(records, batch_id, failures + moved + 1)
+                return
+            except MainMoved as exc:
+                # Fenced (the lease is someone else's) or maintenance moved main: plan again.
+                self._check_owner(self.view.state())
+                moved += 1
+                if moved >= MAX_REPLANS:
+                    raise LoaderError(
+                        f"batch {batch_id}: the table moved on {moved} times in a row "
+                        f"while the batch was written; last: {exc}"
+                    ) from None
+                log.info("batch %s: the table moved on (%s); planning again", batch_id, exc)
+            except _WriteFailed as exc:
+                failures += 1
+                cause = exc.__cause__ or exc
+                if failures >= MAX_ATTEMPTS:
+                    raise cause from None
+                log.warning(
+                    "batch %s: write failed (attempt %s), planning again: %s",
                     batch_id,
-                    records=rows,
-                    dead_lettered=len(side.rejects),
-                    query_id=self.query_id,
-                    max_timestamp_ms=_newest(state.max_timestamp_ms, side.max_timestamp_ms),
+                    failures,
+                    _first_line(cause),
                 )
-                append_started = time.monotonic()
-                try:
-                    self._append(decoded.where(F.col(REJECT_COLUMN).isNull()), props)
-                except Exception as exc:  # any failed append: re-plan against the table
-                    if attempt == MAX_ATTEMPTS:
-                        raise
-                    log.warning(
-                        "batch %s: append failed (attempt %s), re-planning: %s",
-                        batch_id,
-                        attempt,
-                        _first_line(exc),
-                    )
-                    # Back off: the usual cause on a small stack is a busy catalog
-                    # store (SQLite lock), which clears within seconds.
-                    time.sleep(min(4.0, 0.5 * 2 ** (attempt - 1)))
-                    continue
-            finally:
-                decoded.unpersist()
-            self._last_offsets = plan.next_offsets
-            self.commits += 1
-            self.metrics.rows_written.inc(rows)
-            log.info(
-                "batch %s: committed %s rows, %s dead letters "
-                "(table state %.2f s, decode %.2f s, append %.2f s, total %.2f s)",
+                # Back off: the usual cause on a small stack is a busy catalog
+                # store (SQLite lock), which clears within seconds.
+                time.sleep(min(4.0, 0.5 * 2 ** (failures - 1)))
+
+    def _attempt(self, records: DataFrame, batch_id: int, attempt: int) -> None:
+        """Plan, decode, dead-letter, write and publish the batch once.
+
+        Raises:
+            MainMoved: main moved after the plan was made.
+            _WriteFailed: the write or the publishing commit failed.
+            Fenced: the lease is someone else's.
+        """
+        started = time.monotonic()
+        state = self.view.state()
+        self.last_state = state
+        self._check_owner(state)
+        committed = self._committed(state)
+        # Built here, on the driver, so an unloadable schema fails as
+        # SchemaMismatch before any executor work (spark_schema: a type this
+        # Spark cannot hold, such as time before Spark 4.1).
+        RecordDecoder(state.schema, self.config.decode)
+        spark_schema(state.schema)
+        self.faults.reached("planned", self.commits)
+        kept = records.where(_keep_condition(committed)) if self.config.exactly_once else records
+        decoded = kept.mapInArrow(
+            arrow_decoder(state.schema, self.config.decode),
+            from_arrow_schema(decoded_schema(state.schema)),
+        )
+        # Read twice (the side summary, then the write): decode once.
+        decoded.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            decode_started = time.monotonic()
+            side = self._side(decoded)
+            decode_s = time.monotonic() - decode_started
+            if side.count == 0:
+                log.info("batch %s: every record is already committed", batch_id)
+                return
+            plan = plan_batch(committed, side.ranges)
+            _log_gaps(plan)
+            self._dead_letter(side.rejects)
+            rows = side.count - len(side.rejects)
+            props = summary_properties(
+                self.config.loader_id,
+                self.instance,
+                plan.next_offsets,
                 batch_id,
-                rows,
-                len(side.rejects),
-                decode_started - state_started,
-                decode_s,
-                time.monotonic() - append_started,
-                time.monotonic() - started,
+                records=rows,
+                dead_lettered=len(side.rejects),
+                query_id=self.query_id,
+                max_timestamp_ms=_newest(state.max_timestamp_ms, side.max_timestamp_ms),
             )
-            self.faults.committed(self.commits)
+            write_started = time.monotonic()
+            self._write(
+                decoded.where(F.col(REJECT_COLUMN).isNull()), props, state, batch_id, attempt
+            )
+        finally:
+            decoded.unpersist()
+        self._last_offsets = plan.next_offsets
+        self.commits += 1
+        self.renewed_ms = now_ms()
+        self.metrics.rows_written.inc(rows)
+        log.info(
+            "batch %s: committed %s rows, %s dead letters "
+            "(table state %.2f s, decode %.2f s, write and publish %.2f s, total %.2f s)",
+            batch_id,
+            rows,
+            len(side.rejects),
+            decode_started - started,
+            decode_s,
+            time.monotonic() - write_started,
+            time.monotonic() - started,
+        )
+        self.faults.committed(self.commits)
+
+    def _write(
+        self, rows: DataFrame, props: dict[str, str], state: TableState, batch_id: int, attempt: int
+    ) -> None:
+        """Write the batch's rows as one snapshot and make it the table's current one.
+
+        With fencing (the default) Spark stages the snapshot and ``TableView.publish`` moves
+        main onto it only if main has not moved since ``state`` was read.
+
+        Raises:
+            MainMoved: the publish was refused because main moved.
+            _WriteFailed: Spark's write or the publishing commit failed otherwise.
+        """
+        wap_id = f"{self.instance}-{batch_id}-{attempt}" if self.config.fencing else None
+        self.faults.reached("write", self.commits)
+        started = time.monotonic()
+        try:
+            self._append(rows, props, wap_id)
+        except Exception as exc:
+            raise _WriteFailed from exc
+        if wap_id is None:
+            self.metrics.commit_seconds.observe(time.monotonic() - started)
             return
+        self.faults.reached("publish", self.commits)
+        ttl_ms = round(self.config.lease_ttl_s * 1000)
+        try:
+            self.view.publish(wap_id, state.snapshot_id, self.instance, ttl_ms)
+        except (MainMoved, LoaderError):
+            raise
+        except Exception as exc:
+            raise _WriteFailed from exc
+        self.metrics.commit_seconds.observe(time.monotonic() - started)
+
+    def _check_owner(self, state: TableState) -> None:
+        check_owner(str(self.config.table), self.config.loader_id, self.instance, state.lease)
 
     def _side(self, decoded: DataFrame) -> BatchSide:
         """Run the decoding job; bring back offset ranges, counts and rejects only.
@@ -260,7 +331,8 @@ class BatchSink:
         for reject in rejects:
             self.metrics.dead_lettered.labels(reason=reject.error.kind.value).inc()
 
-    def _append(self, rows: DataFrame, props: dict[str, str]) -> None:
+    def _append(self, rows: DataFrame, props: dict[str, str], wap_id: str | None) -> None:
+        """Append ``rows`` as one snapshot carrying ``props``; staged under ``wap_id`` if given."""
         frame: Any = rows.drop(REJECT_COLUMN, POSITION_COLUMN)
         # Rows arrive in Kafka order, not partition order: write with one open
         # file per table partition instead of shuffling and sorting them first.
@@ -271,9 +343,30 @@ class BatchSink:
         )
         for key, value in props.items():
             writer = writer.option(keys.snapshot_property_option(key), value)
-        started = time.monotonic()
-        writer.append()
-        self.metrics.commit_seconds.observe(time.monotonic() - started)
+        if wap_id is None:
+            writer.append()
+            return
+        conf = frame.sparkSession.conf
+        conf.set(keys.SPARK_WAP_ID, wap_id)
+        try:
+            writer.append()
+        finally:
+            conf.unset(keys.SPARK_WAP_ID)
+
+
+class _WriteFailed(Exception):
+    """The batch's write or publishing commit failed; its ``__cause__`` says why."""
+
+
+def _log_gaps(plan: BatchPlan) -> None:
+    for gap in plan.gaps:
+        log.warning(
+            "offsets %s..%s of %s/%s were never loaded (Kafka retention or a non-dense topic)",
+            gap.committed,
+            gap.start - 1,
+            gap.topic,
+            gap.partition,
+        )
 
 
 def _keep_condition(committed: Offsets) -> Column:

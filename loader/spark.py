@@ -28,7 +28,13 @@ from loader.errors import ConfigError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["catalog_options", "check_runtime", "session", "under_spark_submit"]
+__all__ = [
+    "catalog_options",
+    "check_runtime",
+    "quiet_query_failure",
+    "session",
+    "under_spark_submit",
+]
 
 CATALOG_PREFIX = "spark.sql.catalog."
 
@@ -154,6 +160,25 @@ def session(config: LoaderConfig, extra: Mapping[str, str] | None = None) -> Spa
     for key, value in catalog_options(config, secrets=True).items():
         spark.conf.set(key, value)
     return spark
+
+
+STREAMING_LOGGER = "org.apache.spark.sql.execution.streaming"
+"""The JVM logger under which Spark reports a streaming query that terminated with an error."""
+
+
+def quiet_query_failure(spark: SparkSession) -> None:
+    """Silence Spark's report of the query failure the loader is about to cause on purpose.
+
+    A domain error (``Fenced``, ``PoisonMessage``...) ends the query by raising out of
+    ``foreachBatch``; the loader then prints one line naming it. Spark would log the same
+    error again as pages of Java and Python stack traces.
+
+    Args:
+        spark: the loader's session.
+    """
+    jvm: Any = spark.sparkContext._jvm
+    log4j = jvm.org.apache.logging.log4j
+    log4j.core.config.Configurator.setLevel(STREAMING_LOGGER, log4j.Level.OFF)
 
 
 def _python() -> str:

@@ -74,7 +74,7 @@ def read_status(config: LoaderConfig) -> Status:
         loader_id=state.committed.loader_id,
         partitions=tuple(partitions),
         freshness_s=freshness,
-        leases=tuple(lease for lease in state.leases if lease is not None),
+        leases=(state.lease,) if state.lease is not None else (),
         history_truncated=state.committed.history_truncated,
     )
 
@@ -100,7 +100,8 @@ def format_status(status: Status) -> str:
     for lease in status.leases:
         left = (lease.expires_ms - now) / 1000
         state = f"expires in {left:.0f} s" if left > 0 else "expired"
-        lines.append(f"lease      {lease.owner} ({state})")
+        process = f", process {lease.instance}" if lease.instance else ""
+        lines.append(f"lease      {lease.owner} ({state}{process})")
     lines.append("")
     lines.append(f"{'topic':<32} {'partition':>9} {'committed':>12} {'high':>12} {'lag':>10}")
     for p in status.partitions:

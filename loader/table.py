@@ -1,14 +1,24 @@
-"""The Iceberg table as the loader reads it: schema, committed offsets, lease.
+"""The Iceberg table as the loader reads and commits it: schema, offsets, lease, publish.
 
 The driver reads table metadata through pyiceberg on the same REST catalog
 Spark writes through, so every micro-batch starts from a fresh view: the
-current schema, the snapshot lineage (``offsets.committed_offsets``) and the
-lease (table properties plus the newest loader snapshot).  Writing rows goes
-through Spark; only the lease properties are written from here.
+current schema, the snapshot lineage (``offsets.committed_offsets``), the
+lease (table properties) and the snapshot main points at.
+
+Writing rows goes through Spark, which only *stages* a batch's snapshot
+(Iceberg write-audit-publish: the snapshot is added to the table, main does
+not move). The batch becomes visible through ``publish``: one catalog commit
+that points main at the staged snapshot and renews the lease, with the
+requirement that main still points at the snapshot the batch was planned
+from. The catalog checks that requirement atomically at commit time, so a
+loader that was frozen while another one took over (the takeover moves main,
+see ``take_over``) can never publish what it planned before: fencing by the
+catalog, not by a read made beforehand.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,20 +26,38 @@ from typing import TYPE_CHECKING, Any
 
 from loader import keys
 from loader.config import LoaderConfig
+from loader.errors import LoaderError
 from loader.offsets import (
     Committed,
     Lease,
     SnapshotInfo,
+    check_lease,
+    check_owner,
     committed_offsets,
     lease_from_properties,
-    lease_from_summary,
     lease_properties,
 )
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
 
-__all__ = ["TableState", "TableView", "now_ms"]
+__all__ = ["MainMoved", "TableState", "TableView", "now_ms"]
+
+log = logging.getLogger("icefloe.loader")
+
+CLOCK_SKEW_MS = 1000
+"""Clock skew allowed between loaders: a foreign lease counts as live this much longer."""
+
+TAKEOVER_ATTEMPTS = 5
+
+
+class MainMoved(Exception):
+    """The table's main branch no longer points at the snapshot a batch was planned from.
+
+    Not an error by itself: maintenance (compaction, expiry, a retention DELETE) also moves
+    main. The caller reads the table again; if the lease is someone else's it was fenced,
+    otherwise it plans the batch again.
+    """
 
 
 def now_ms() -> int:
@@ -44,14 +72,16 @@ class TableState:
     Attributes:
         schema: the current schema.
         committed: what the newest loader snapshot of the lineage says.
-        leases: the leases found (table properties, newest loader snapshot).
+        lease: the lease in the table properties, if any.
         max_timestamp_ms: newest committed Kafka timestamp, if recorded.
-        snapshot_id: the current snapshot, or ``None`` for an empty table.
+        snapshot_id: the snapshot main points at, or ``None`` for an empty table:
+            a batch planned from this state can only be published while main
+            still points there.
     """
 
     schema: Schema
     committed: Committed
-    leases: tuple[Lease | None, ...]
+    lease: Lease | None
     max_timestamp_ms: int | None
     snapshot_id: int | None
 
@@ -124,22 +154,147 @@ class TableView:
         return TableState(
             schema=table.schema(),
             committed=committed,
-            leases=(lease_from_properties(table.properties), lease_from_summary(summary)),
+            lease=lease_from_properties(table.properties),
             max_timestamp_ms=int(ts) if ts and ts.lstrip("-").isdigit() else None,
             snapshot_id=current.snapshot_id if current is not None else None,
         )
 
-    def claim(self, ttl_ms: int) -> None:
-        """Write this loader's lease into the table properties.
+    # -- ownership ---------------------------------------------------------
+
+    def take_over(self, instance: str, ttl_ms: int) -> None:
+        """Take the table for this process: lease it and move main, in one commit.
+
+        The commit writes the lease (owner, instance, expiry), turns on staged writes
+        (``keys.WAP_ENABLED``) and adds an empty snapshot that moves main, on the condition
+        that main has not moved since the lease was checked. Moving main is what fences off
+        an earlier process that is frozen rather than dead: whatever it planned can no longer
+        be published.
 
         Args:
-            ttl_ms: how long the claim lasts; 0 releases it.
-        """
-        props = lease_properties(self.config.loader_id, now_ms(), ttl_ms)
-        table = self.load()
-        with table.transaction() as tx:
-            tx.set_properties(props)
+            instance: this process's token.
+            ttl_ms: how long the lease lasts unless renewed.
 
-    def lease_owner(self) -> Lease | None:
-        """The lease currently held in the table properties."""
-        return lease_from_properties(self.load().properties)
+        Raises:
+            ConcurrentLoader: another loader's lease is live.
+            LoaderError: the catalog kept refusing the commit.
+        """
+        from pyiceberg.exceptions import CommitFailedException
+
+        me = self.config.loader_id
+        for attempt in range(1, TAKEOVER_ATTEMPTS + 1):
+            table = self.load()
+            lease = lease_from_properties(table.properties)
+            check_lease(str(self.config.table), me, now_ms(), [lease], skew_ms=CLOCK_SKEW_MS)
+            props = {**lease_properties(me, instance, now_ms(), ttl_ms), keys.WAP_ENABLED: "true"}
+            claim = {keys.CLAIM: me, keys.LOADER_ID: me, keys.INSTANCE: instance}
+            try:
+                with table.transaction() as tx:
+                    tx.set_properties(props)
+                    with tx.update_snapshot(snapshot_properties=claim).fast_append():
+                        pass  # no files: the snapshot exists to move main
+                return
+            except CommitFailedException as exc:
+                log.info("take-over of %s raced another commit (%s); reading again", me, exc)
+                time.sleep(0.2 * attempt)
+        raise LoaderError(f"could not take over {self.config.table}: the table kept changing")
+
+    def renew(self, instance: str, ttl_ms: int) -> bool:
+        """Extend this process's lease, only if it still holds it.
+
+        Args:
+            instance: this process's token.
+            ttl_ms: the new lease length from now; 0 releases the lease.
+
+        Returns:
+            ``False`` when the table moved between reading and writing (try again later).
+
+        Raises:
+            Fenced: the lease is someone else's now.
+        """
+        from pyiceberg.exceptions import CommitFailedException
+        from pyiceberg.table.update import SetPropertiesUpdate
+
+        me = self.config.loader_id
+        table = self.load()
+        check_owner(str(self.config.table), me, instance, lease_from_properties(table.properties))
+        current = table.current_snapshot()
+        lease = lease_properties(me, instance, now_ms(), ttl_ms)
+        try:
+            self.catalog().commit_table(
+                table,
+                requirements=(_main_is(current.snapshot_id if current else None),),
+                updates=(SetPropertiesUpdate(updates=lease),),
+            )
+        except CommitFailedException:
+            return False
+        return True
+
+    # -- publishing --------------------------------------------------------
+
+    def publish(self, wap_id: str, planned: int | None, instance: str, ttl_ms: int) -> int:
+        """Point main at the batch's staged snapshot, if main is still where the plan read it.
+
+        Args:
+            wap_id: the id the batch's Spark write staged its snapshot under.
+            planned: the snapshot main pointed at when the batch was planned.
+            instance: this process's token (the lease is renewed in the same commit).
+            ttl_ms: the lease length from now.
+
+        Returns:
+            The published snapshot id.
+
+        Raises:
+            MainMoved: main moved since the plan (the catalog refused the commit, or the
+                snapshot was staged on top of a newer one).
+            LoaderError: no snapshot was staged under ``wap_id``.
+        """
+        from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException
+        from pyiceberg.table.refs import SnapshotRefType
+        from pyiceberg.table.update import SetPropertiesUpdate, SetSnapshotRefUpdate
+
+        table = self.load()
+        staged = _staged(table, wap_id)
+        if staged is None:
+            raise LoaderError(f"the batch's write staged no snapshot under {wap_id!r}")
+        if staged.parent_snapshot_id != planned:
+            raise MainMoved(f"staged on {staged.parent_snapshot_id}, planned from {planned}")
+        lease = lease_properties(self.config.loader_id, instance, now_ms(), ttl_ms)
+        try:
+            self.catalog().commit_table(
+                table,
+                requirements=(_main_is(planned),),
+                updates=(
+                    SetSnapshotRefUpdate(  # type: ignore[call-arg]  # pydantic field aliases
+                        ref_name="main", type=SnapshotRefType.BRANCH, snapshot_id=staged.snapshot_id
+                    ),
+                    SetPropertiesUpdate(updates=lease),
+                ),
+            )
+        except CommitFailedException as exc:
+            raise MainMoved(str(exc)) from None
+        except CommitStateUnknownException:
+            current = self.load().current_snapshot()
+            if current is None or current.snapshot_id != staged.snapshot_id:
+                raise MainMoved(
+                    "the publishing commit's outcome was unknown; it did not land"
+                ) from None
+        return int(staged.snapshot_id)
+
+
+def _main_is(snapshot_id: int | None) -> Any:
+    """The commit requirement "main points at ``snapshot_id``" (``None``: main does not exist).
+
+    The catalog checks it atomically with the commit and refuses the commit otherwise.
+    """
+    from pyiceberg.table.update import AssertRefSnapshotId
+
+    return AssertRefSnapshotId(ref="main", snapshot_id=snapshot_id)  # type: ignore[call-arg]
+
+
+def _staged(table: Any, wap_id: str) -> Any:
+    """The snapshot staged under ``wap_id`` (newest first), or ``None``."""
+    for snapshot in reversed(table.metadata.snapshots):
+        summary = snapshot.summary.additional_properties if snapshot.summary else {}
+        if summary.get(keys.WAP_ID) == wap_id:
+            return snapshot
+    return None

@@ -39,6 +39,10 @@ class FaultTarget(Protocol):
 
     def commit_watcher(self) -> CommitWatcher | None: ...
 
+    def lease_expires_ms(self) -> int | None: ...
+
+    def start_successor(self) -> tuple[Any, float]: ...
+
 
 class Fault(Protocol):
     """A fault: `inject` breaks something, `heal` repairs it."""
@@ -174,6 +178,82 @@ class LoaderKill:
         target.history.record("fault", "ok", f"{self.name}.heal", seconds=round(took, 2))
 
 
+class ZombieLoader:
+    """Freeze the loader past its lease, start a successor, then thaw it (a zombie writer).
+
+    Inject: the loader is frozen (SIGSTOP of its process group), either by this fault at once
+    (``freeze = "now"``) or by the loader's own pause hook at a named point of a batch
+    (``freeze = "hook"``: the scenario's ``pause_at``), as a GC pause, a frozen VM or a
+    stalled container would freeze it. Once its lease has run out a second loader (another
+    loader id, its own checkpoint) is started on the same table and topic. Heal: the frozen
+    loader is thawed; whatever it was doing must not reach the table, and it must step down
+    (exit ``EXIT_NOT_OWNER``) without stopping its successor, which carries on.
+
+    Args:
+        freeze: ``now`` or ``hook``.
+        freeze_timeout_s: How long to wait for the hook to freeze the loader.
+        grace_s: Extra wait after the lease ran out (clock skew allowance plus margin).
+        run_s: How long the successor loads before the zombie is thawed.
+    """
+
+    name = "zombie_loader"
+
+    def __init__(
+        self,
+        freeze: str = "hook",
+        freeze_timeout_s: float = 180.0,
+        grace_s: float = 1.5,
+        run_s: float = 5.0,
+    ) -> None:
+        if freeze not in ("now", "hook"):
+            raise ValueError(f"zombie_loader: freeze must be 'now' or 'hook', not {freeze!r}")
+        self.freeze = freeze
+        self.freeze_timeout_s = freeze_timeout_s
+        self.grace_s = grace_s
+        self.run_s = run_s
+        self._zombie: Any = None
+
+    def inject(self, target: FaultTarget) -> None:
+        target.history.record("fault", "invoke", f"{self.name}.inject", freeze=self.freeze)
+        loader = target.loader
+        if self.freeze == "now":
+            loader.freeze()
+        else:
+            deadline = time.monotonic() + self.freeze_timeout_s
+            while not loader.frozen() and time.monotonic() < deadline:
+                if not loader.is_running():
+                    raise RuntimeError("the loader exited before its pause hook froze it")
+                time.sleep(0.1)
+            if not loader.frozen():
+                raise RuntimeError(
+                    f"the loader's pause hook did not fire in {self.freeze_timeout_s:.0f} s"
+                )
+        expires = target.lease_expires_ms()
+        if expires is not None:
+            time.sleep(max(0.0, expires / 1000 - time.time()) + self.grace_s)
+        self._zombie, took = target.start_successor()
+        target.history.record(
+            "fault",
+            "ok",
+            f"{self.name}.inject",
+            freeze=self.freeze,
+            lease_expired_ms=expires,
+            successor_start_s=round(took, 2),
+        )
+
+    def heal(self, target: FaultTarget) -> None:
+        time.sleep(self.run_s)  # the successor commits on top of what the zombie planned from
+        target.history.record("fault", "invoke", f"{self.name}.heal")
+        code = self._zombie.retire() if self._zombie is not None else None
+        target.history.record(
+            "fault",
+            "ok",
+            f"{self.name}.heal",
+            zombie_exit_code=code,
+            successor_running=bool(target.loader.is_running()),
+        )
+
+
 class ServiceKill:
     """kill -9 a stack service (inject) and start it again (heal).
 
@@ -267,8 +347,8 @@ def make_fault(spec: dict[str, Any], rng: random.Random) -> Fault:
     """Build a fault from a scenario step's fields.
 
     Args:
-        spec: ``fault`` (kill_loader, kill_service, pause_service, add_partitions) and its
-            parameters (``service``, ``at``, ``total``...).
+        spec: ``fault`` (kill_loader, kill_service, pause_service, add_partitions,
+            zombie_loader) and its parameters (``service``, ``at``, ``total``, ``freeze``...).
         rng: The run's seeded random source.
 
     Returns:
@@ -288,6 +368,10 @@ def make_fault(spec: dict[str, Any], rng: random.Random) -> Fault:
         "kill_service": lambda: ServiceKill(spec["service"], timing, rng),
         "pause_service": lambda: ServicePause(spec["service"]),
         "add_partitions": lambda: AddPartitions(int(spec["total"])),
+        "zombie_loader": lambda: ZombieLoader(
+            freeze=str(spec.get("freeze", "hook")),
+            run_s=float(spec.get("run_s", 5.0)),
+        ),
     }
     if kind not in builders:
         raise ValueError(f"unknown fault {kind!r}; one of {sorted(builders)}")

@@ -44,6 +44,7 @@ from harness.stack.keys import TRINO_CATALOG as LAKE
 from harness.stack.tables import EVENT_ID_COLUMN, create_table_sql, quote
 from loader import keys
 from loader.deadletter import DEAD_LETTER_MAX_BYTES
+from loader.faultpoints import PAUSE_POINTS
 from publisher.ledger import Ledger, LedgerEntry
 from publisher.rows import EVENT_ID_FIELD, reference_schema
 
@@ -190,6 +191,9 @@ class ScenarioRun:
         loader = dict(scenario.loader)
         if self.brk is not None:
             loader.update(self.brk.loader)
+        if loader.get("pause_at") == "random":
+            # The loader's pause hook at a point of a batch drawn from the run's seed.
+            loader["pause_at"] = self.rng.choice(PAUSE_POINTS)
         self.loader_options = loader
         self.loader = LoaderProcess(
             self._loader_settings(loader),
@@ -198,16 +202,64 @@ class ScenarioRun:
             self.history,
             restart_on_exit=bool(loader.get("restart_on_exit", False)),
         )
+        self.successors = 0
+        self.retired: list[LoaderProcess] = []
 
     # -- FaultTarget ------------------------------------------------------------
 
     def table_snapshot_ids(self) -> set[int] | None:
-        """Snapshot ids of the table, or None when the catalog cannot be asked."""
+        """Snapshots of the table's main lineage, or None when the catalog cannot be asked.
+
+        A snapshot the loader staged but never published (its write-audit-publish commit) is
+        in the table's metadata but not in main: it did not land.
+        """
         try:
             table = self.stack.pyiceberg_catalog().load_table(self.table.split(".", 1)[1])
-            return {s.snapshot_id for s in table.snapshots()}
         except Exception:
             return None
+        by_id = {s.snapshot_id: s for s in table.snapshots()}
+        lineage: set[int] = set()
+        current = table.current_snapshot()
+        while current is not None and current.snapshot_id not in lineage:
+            lineage.add(current.snapshot_id)
+            parent = current.parent_snapshot_id
+            current = by_id.get(parent) if parent is not None else None
+        return lineage
+
+    def lease_expires_ms(self) -> int | None:
+        """When the table's loader lease runs out (epoch ms), or None if there is none."""
+        from loader.offsets import lease_from_properties
+
+        try:
+            table = self.stack.pyiceberg_catalog().load_table(self.table.split(".", 1)[1])
+        except Exception:
+            return None
+        lease = lease_from_properties(table.properties)
+        return lease.expires_ms if lease is not None else None
+
+    def start_successor(self) -> tuple[Any, float]:
+        """Start a second loader (another loader id) on the same table and topic.
+
+        The new loader becomes ``self.loader``; the one it replaces is returned, with the
+        seconds the new one took to start.
+        """
+        previous = self.loader
+        self.successors += 1
+        settings = dataclasses.replace(
+            self._loader_settings(self.loader_options),
+            loader_id=f"scen-{self.topic}-{self.successors}",
+            pause_at=None,
+            kill_after_commit=None,
+        )
+        self.loader = LoaderProcess(
+            settings,
+            self.stack,
+            self.run_dir / f"loader-{self.successors}",
+            self.history,
+            restart_on_exit=previous.restart_on_exit,
+        )
+        self.retired.append(previous)
+        return previous, self.loader.start()
 
     def commit_watcher(self) -> CommitWatcher | None:
         """A watcher on the table's metadata folder in MinIO's data directory."""
@@ -240,6 +292,12 @@ class ScenarioRun:
             extra={k: options[k] for k in ("max_record_bytes",) if k in options},
             kill_after_commit=options.get("kill_after_commit"),
             self_kills=int(options.get("self_kills", LoaderSettings.self_kills)),
+            lease_ttl_s=float(options.get("lease_ttl_s", LoaderSettings.lease_ttl_s)),
+            fencing=bool(options.get("fencing", LoaderSettings.fencing)),
+            pause_at=options.get("pause_at"),
+            pause_after_commits=int(
+                options.get("pause_after_commits", LoaderSettings.pause_after_commits)
+            ),
         )
 
     # -- the run --------------------------------------------------------------
@@ -343,10 +401,11 @@ class ScenarioRun:
         for phase in self.phases.values():
             if phase.thread is not None:
                 phase.thread.join(timeout=120)
-        try:
-            self.loader.close()
-        except Exception as exc:
-            self.history.record("loader", "fail", "close", error=str(exc))
+        for loader in [*self.retired, self.loader]:
+            try:
+                loader.close()
+            except Exception as exc:
+                self.history.record("loader", "fail", "close", error=str(exc))
         if self.options.keep:
             return
         try:

@@ -103,7 +103,14 @@ class ManagedProcess:
 
     def returncode(self) -> int | None:
         """The exit code of the last process this object started; None while it runs."""
-        return self._child.poll() if self._child is not None else None
+        if self._child is None:
+            return None
+        code = self._child.poll()
+        if code is None and not self.is_running():
+            # poll() answers None while another thread is reaping the same child.
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = self._child.wait(timeout=5)
+        return code
 
     @property
     def pid(self) -> int | None:

@@ -327,6 +327,7 @@ KNOWN_KEYS = [
     "lease_ttl",
     "checkpoint_location",
     "exactly_once",
+    "fencing",
     "case_insensitive",
     "max_record_bytes",
     "max_depth",

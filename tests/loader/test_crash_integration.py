@@ -9,8 +9,6 @@ moment where a naive loader duplicates the batch on restart.
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -19,49 +17,10 @@ import pytest
 
 from harness.stack.tables import EVENT_ID_COLUMN
 from loader.faultpoints import KILL_AFTER_COMMIT_ENV
-from tests.loader.conftest import loader_env, reference_values, wait_until
+from tests.loader.conftest import reference_values, wait_until
+from tests.loader.processes import LoaderProcess, counts
 
 pytestmark = pytest.mark.integration
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-class LoaderProcess:
-    """A loader subprocess with its log in a file."""
-
-    def __init__(self, config: Path, log: Path, kill_after_commit: int | None = None) -> None:
-        env = loader_env()
-        if kill_after_commit is not None:
-            env[KILL_AFTER_COMMIT_ENV] = str(kill_after_commit)
-        self.log = log
-        self._out = log.open("ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "loader", "--config", str(config)],
-            cwd=ROOT,
-            env=env,
-            stdout=self._out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def wait(self, timeout_s: float) -> int:
-        try:
-            return self.proc.wait(timeout_s)
-        finally:
-            self._out.close()
-
-    def kill(self) -> None:
-        """SIGKILL the Python driver; its JVM exits when the driver's pipe closes."""
-        self.proc.send_signal(signal.SIGKILL)
-        self.wait(30)
-
-    def tail(self) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-30:])
-
-
-def counts(stack: Any, table: str) -> tuple[int, int]:
-    ((total, distinct),) = stack.query(f"SELECT count(*), count(DISTINCT event_id) FROM {table}")
-    return total, distinct
 
 
 def test_kill_9_at_any_moment_gives_no_duplicates_and_no_gaps(
@@ -80,7 +39,7 @@ def test_kill_9_at_any_moment_gives_no_duplicates_and_no_gaps(
     log = tmp_path / "loader.log"
 
     # 1. Dies right after its first commit, before the checkpoint's commit log.
-    first = LoaderProcess(path, log, kill_after_commit=1)
+    first = LoaderProcess(path, log, {KILL_AFTER_COMMIT_ENV: "1"})
     assert first.wait(180) == -signal.SIGKILL, first.tail()
     committed = counts(stack, table)[0]
     assert 0 < committed < 1500
@@ -122,7 +81,7 @@ def test_with_the_guard_disabled_the_same_crash_duplicates_rows(
         table, [topic], exactly_once=False, kafka={"max_offsets_per_trigger": 200}
     )
     log = tmp_path / "loader.log"
-    first = LoaderProcess(path, log, kill_after_commit=1)
+    first = LoaderProcess(path, log, {KILL_AFTER_COMMIT_ENV: "1"})
     assert first.wait(180) == -signal.SIGKILL, first.tail()
 
     second = LoaderProcess(path, log)

@@ -7,17 +7,17 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from loader import keys
-from loader.errors import ConcurrentLoader, InvalidOffsets
+from loader.errors import ConcurrentLoader, Fenced, InvalidOffsets
 from loader.offsets import (
     Lease,
     OffsetRange,
     SnapshotInfo,
     check_lease,
+    check_owner,
     committed_offsets,
     decode_offsets,
     encode_offsets,
     lease_from_properties,
-    lease_from_summary,
     lease_properties,
     live_foreign_lease,
     plan_batch,
@@ -28,7 +28,7 @@ from loader.offsets import (
 def ours(
     snapshot_id: int, parent: int | None, offsets: dict[str, dict[int, int]], batch: int = 0
 ) -> SnapshotInfo:
-    summary = {"operation": "append", **summary_properties("L1", 0, 60_000, offsets, batch)}
+    summary = {"operation": "append", **summary_properties("L1", "p1", offsets, batch)}
     return SnapshotInfo(snapshot_id, parent, snapshot_id * 1000, summary)
 
 
@@ -226,13 +226,20 @@ def test_plan_never_moves_offsets_backwards_and_keeps_exactly_the_new_records(
 # --- leases -----------------------------------------------------------------------------
 
 
-def test_lease_round_trip_through_properties_and_summary() -> None:
-    props = lease_properties("L1", 1_000, 60_000)
-    assert lease_from_properties(props) == Lease("L1", 61_000)
-    summary = summary_properties("L1", 1_000, 60_000, {"t": {0: 1}}, 7, records=3)
-    assert lease_from_summary(summary) == Lease("L1", 61_000)
+def test_lease_round_trips_through_properties() -> None:
+    props = lease_properties("L1", "p1", 1_000, 60_000)
+    assert lease_from_properties(props) == Lease("L1", 61_000, "p1")
+
+
+def test_summary_names_the_loader_and_its_process_but_carries_no_lease() -> None:
+    summary = summary_properties("L1", "p1", {"t": {0: 1}}, 7, records=3)
+    assert summary[keys.LOADER_ID] == "L1"
+    assert summary[keys.INSTANCE] == "p1"
     assert summary[keys.BATCH_ID] == "7"
     assert summary[keys.RECORDS] == "3"
+    # A commit renews the lease in the table properties, in the same catalog commit; a lease
+    # read from summaries let a fenced loader look alive to its successor.
+    assert lease_from_properties(summary) is None
 
 
 @pytest.mark.parametrize(
@@ -266,5 +273,35 @@ def test_skew_extends_foreign_leases() -> None:
 
 
 def test_released_lease_frees_the_table() -> None:
-    released = lease_from_properties(lease_properties("L2", 5_000, 0))
+    released = lease_from_properties(lease_properties("L2", "p2", 5_000, 0))
     check_lease("lake.s.t", "L1", 5_000, [released])
+
+
+def test_the_holder_of_the_lease_is_its_owner() -> None:
+    check_owner("lake.s.t", "L1", "p1", Lease("L1", 0, "p1"))  # expired, but nobody took over
+
+
+@pytest.mark.parametrize(
+    "lease",
+    [
+        Lease("L2", 10_000, "p2"),  # another loader took over
+        Lease("L1", 10_000, "p9"),  # a newer process of the same loader took over
+        Lease("L1", 10_000, ""),  # a lease without a process
+        None,  # released or never written
+    ],
+)
+def test_anyone_else_holding_the_lease_fences_this_process(lease: Lease | None) -> None:
+    with pytest.raises(Fenced) as info:
+        check_owner("lake.s.t", "L1", "p1", lease)
+    assert isinstance(info.value, ConcurrentLoader)
+    assert "fenced" in str(info.value) and "lake.s.t" in str(info.value)
+    if lease is not None:
+        assert repr(lease.owner) in str(info.value)
+
+
+def test_fenced_survives_pickling() -> None:
+    import pickle
+
+    error = Fenced("lake.s.t", "L1", Lease("L2", 5, "p2"))
+    again = pickle.loads(pickle.dumps(error))
+    assert (again.owner, again.me, str(again)) == ("L2", "L1", str(error))

@@ -1,0 +1,81 @@
+"""A loader as a subprocess for tests that kill, freeze or thaw it: its own process group, its log
+in a file.
+
+``python -m loader --config FILE`` starts in a new session, so its process group holds the
+Python driver, Spark's JVM and Spark's Python workers: a signal to the group reaches all of
+them, as a kill or a freeze of a container would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tests.loader.conftest import loader_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class LoaderProcess:
+    """A loader subprocess with its log in a file.
+
+    Args:
+        config: the loader's TOML file.
+        log: where its output goes (appended).
+        env: extra environment (fault hooks of ``loader.faultpoints``).
+    """
+
+    def __init__(self, config: Path, log: Path, env: Mapping[str, str] | None = None) -> None:
+        self.log = log
+        self._out = log.open("ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "loader", "--config", str(config)],
+            cwd=ROOT,
+            env={**loader_env(), **(env or {})},
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def wait(self, timeout_s: float) -> int:
+        try:
+            return self.proc.wait(timeout_s)
+        finally:
+            self._out.close()
+
+    def kill(self) -> None:
+        """SIGKILL the loader's process group (driver, JVM, Python workers)."""
+        self._signal(signal.SIGKILL)
+        self.wait(30)
+
+    def thaw(self) -> None:
+        """SIGCONT the loader's process group after a freeze."""
+        self._signal(signal.SIGCONT)
+
+    def frozen(self) -> bool:
+        """True when the driver is stopped (SIGSTOP), e.g. by its own pause hook."""
+        try:
+            return psutil.Process(self.proc.pid).status() == psutil.STATUS_STOPPED
+        except psutil.NoSuchProcess:
+            return False
+
+    def tail(self, lines: int = 30) -> str:
+        return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+
+    def _signal(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, sig)
+
+
+def counts(stack: Any, table: str) -> tuple[int, int]:
+    """``(count(*), count(DISTINCT event_id))`` of ``table`` through Trino."""
+    ((total, distinct),) = stack.query(f"SELECT count(*), count(DISTINCT event_id) FROM {table}")
+    return total, distinct
