@@ -25,15 +25,18 @@ _PLUGGED = {
     "publish": "publisher.cli",
     "load": "loader.cli",
     "scenario": "harness.scenario_cli",
+    "images": "harness.containers.images_cli",
+    "compose": "harness.containers.compose",
 }
 _CONTROL = ("stop", "start", "kill", "pause", "resume", "restart")
 _SERVICES = ("kafka", "minio", "catalog", "trino")
+_BACKENDS = ("local", "containers")
 
 
 def _stack(args: argparse.Namespace) -> Any:
-    from harness.stack import Stack
+    from harness.backends import make_stack
 
-    return Stack(stack_config.load(args.stack_config))
+    return make_stack(stack_config.load(args.stack_config), args.backend)
 
 
 def _provision(args: argparse.Namespace) -> int:
@@ -45,9 +48,12 @@ def _provision(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
+    from harness.backends import prepare
+
+    stack = _stack(args)
     if not args.no_provision:
-        _provision(args)
-    _stack(args).up()
+        prepare(stack)
+    stack.up()
     say("stop it with `icefloe down` (or `make down`)")
     return 0
 
@@ -100,22 +106,33 @@ def _control(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    from harness.backends import prepare
     from harness.demo import run_demo
 
+    stack = _stack(args)
     if not args.no_provision:
-        _provision(args)
-    return run_demo(_stack(args))
+        prepare(stack)
+    return run_demo(stack)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="icefloe", description=__doc__.split("\n")[0])
     parser.add_argument("--stack-config", type=Path, default=None, help="icefloe.toml with [stack]")
+    parser.add_argument(
+        "--backend",
+        choices=_BACKENDS,
+        default=None,
+        help="local processes or containers (default: $ICEFLOE_BACKEND, else what is running)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {}
 
     def add(name: str, handler: Callable[[argparse.Namespace], int], help_: str) -> Any:
         handlers[name] = handler
-        return sub.add_parser(name, help=help_)
+        command = sub.add_parser(name, help=help_)
+        # Also accepted after the command (`icefloe up --backend containers`).
+        command.add_argument("--backend", choices=_BACKENDS, default=argparse.SUPPRESS)
+        return command
 
     add("provision", _provision, "fetch every artifact into the cache (idempotent)")
     add("up", _up, "start the stack").add_argument("--no-provision", action="store_true")

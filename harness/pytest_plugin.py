@@ -1,9 +1,11 @@
 """pytest plugin: the running stack as a session fixture, and factories for per-test names.
 
-`stack` starts the local stack if it is not already healthy (provisioning first) and stops it
+`stack` starts the stack if it is not already healthy (provisioning first) and stops it
 at the end of the session only if it started it, so `make up` followed by `make test` reuses
 a running stack. Factories give every test its own topic, schema and table names, so tests
 never share state. Set ICEFLOE_KEEP_STACK=1 to leave a stack started by the tests running.
+`--backend containers` (or ICEFLOE_BACKEND=containers) runs the same stack as containers; tests
+marked `containers` run only then.
 """
 
 from __future__ import annotations
@@ -26,17 +28,42 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}_{uuid.uuid4().hex[:10]}"
 
 
-@pytest.fixture(scope="session")
-def stack() -> Iterator[Any]:
-    """The local stack, started for the session if it was not running."""
-    from harness.layout import Layout
-    from harness.provision import provision
-    from harness.stack import Stack
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        choices=("local", "containers"),
+        default=None,
+        help="run the stack as local processes or as containers ($ICEFLOE_BACKEND, else local)",
+    )
 
-    running = Stack()
+
+def backend_of(config: pytest.Config) -> str:
+    """The session's backend: --backend, else $ICEFLOE_BACKEND, else local."""
+    from harness.backends import ENV_BACKEND
+
+    return str(config.getoption("--backend") or os.environ.get(ENV_BACKEND) or "local")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `containers` run only on the containers backend."""
+    if backend_of(config) == "containers":
+        return
+    skip = pytest.mark.skip(reason="needs the containers backend (--backend containers)")
+    for item in items:
+        if item.get_closest_marker("containers") is not None:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def stack(pytestconfig: pytest.Config) -> Iterator[Any]:
+    """The stack on the session's backend, started for the session if it was not running."""
+    from harness.backends import make_stack, prepare
+    from harness.config import load as load_config
+
+    running = make_stack(load_config(), backend_of(pytestconfig))
     started_here = False
     if not running.healthy():
-        provision(Layout(running.config.cache_dir))
+        prepare(running)
         running.up()
         started_here = True
     yield running

@@ -110,11 +110,13 @@ def run(args: argparse.Namespace) -> int:
 def run_plan(plan: list[tuple[Any, str | None]], args: argparse.Namespace) -> int:
     """Run (scenario, break) pairs on the stack and write the reports."""
     from harness import report
+    from harness.backends import make_stack
     from harness.config import load as load_config
     from harness.runner import RunOptions, run_scenario
-    from harness.stack import Stack
 
-    stack = Stack(load_config(getattr(args, "stack_config", None)))
+    stack = make_stack(
+        load_config(getattr(args, "stack_config", None)), getattr(args, "backend", None)
+    )
     if not stack.healthy():
         say("[red]error[/] the stack is not healthy; start it with `icefloe up`")
         return 1

@@ -8,6 +8,8 @@ from harness import keys
 from harness.readiness import HttpOk, Readiness
 from harness.services.base import LocalService
 
+JVM_FLAGS = ("-XX:+UseSerialGC", "-Djava.awt.headless=true")
+
 
 class Catalog(LocalService):
     """Iceberg's REST catalog server, started through icefloe's loopback-only launcher."""
@@ -37,8 +39,7 @@ class Catalog(LocalService):
         return [
             str(self.java("catalog")),
             f"-Xmx{heap}",
-            "-XX:+UseSerialGC",
-            "-Djava.awt.headless=true",
+            *JVM_FLAGS,
             "-cp",
             classpath,
             "org.apache.iceberg.rest.IcefloeRestServer",
