@@ -38,7 +38,8 @@ from harness.services.minio import Minio
 from harness.services.trino import Trino
 from harness.stack import Stack
 
-BACKEND_FILE = "backend"  # in the run directory: which backend started the stack
+BACKEND_FILE = "backend"
+SETTINGS_LABEL = "io.icefloe.settings"  # in the run directory: which backend started the stack
 
 
 def project_name(run_dir: Path) -> str:
@@ -50,10 +51,17 @@ def container_name(project: str, service: str) -> str:
     return f"{project}_{service}_1"
 
 
-def _docker() -> Any:
+_CLIENTS: dict[str, Any] = {}
+
+
+def docker_client(engine: Engine) -> Any:
+    """A Docker API client on the engine (podman's socket is started if it is not serving)."""
     import docker
 
-    return docker.from_env(timeout=120)
+    if engine.docker_host not in _CLIENTS:
+        engine.ensure_running()
+        _CLIENTS[engine.docker_host] = docker.DockerClient(base_url=engine.docker_host, timeout=120)
+    return _CLIENTS[engine.docker_host]
 
 
 def _readiness_wait(readiness: Readiness, process: ContainerProcess, timeout: float) -> Any:
@@ -70,8 +78,9 @@ def _readiness_wait(readiness: Readiness, process: ContainerProcess, timeout: fl
 class ContainerProcess:
     """A service's container with the controls of `harness.process.ManagedProcess`."""
 
-    def __init__(self, name: str, project: str, state_dir: Path) -> None:
+    def __init__(self, name: str, project: str, state_dir: Path, engine: Engine) -> None:
         self.name = name
+        self.engine = engine
         self.container_name = container_name(project, name)
         self.state_dir = state_dir
         self.log_file = f"`podman logs {self.container_name}`"
@@ -80,7 +89,7 @@ class ContainerProcess:
         import docker.errors
 
         try:
-            return _docker().containers.get(self.container_name)
+            return docker_client(self.engine).containers.get(self.container_name)
         except docker.errors.NotFound:
             return None
 
@@ -160,11 +169,13 @@ class ContainerService(LocalService):
     image: str
     network: str
 
-    def attach(self, spec: ContainerSpec, project: str) -> None:
+    def attach(self, spec: ContainerSpec, project: str, engine: Engine) -> None:
         self.spec = spec
         self.image = LOCAL_IMAGES[self.name]
         self.network = f"{project}_default"
-        self.process = ContainerProcess(self.name, project, self.state_dir)  # type: ignore[assignment]
+        self.process = ContainerProcess(  # type: ignore[assignment]
+            self.name, project, self.state_dir, engine
+        )
 
     @property
     def container_process(self) -> ContainerProcess:
@@ -176,6 +187,10 @@ class ContainerService(LocalService):
         proc = self.container_process
         started = time.monotonic()
         existing = proc.container()
+        if existing is not None and existing.labels.get(SETTINGS_LABEL) != self.settings_digest():
+            say(f"{self.name}: settings or image changed, recreating its container")
+            existing.remove(force=True)
+            existing = None
         if existing is None:
             self._create().start()
         else:
@@ -186,6 +201,13 @@ class ContainerService(LocalService):
             wait_ready(self.name, self.readiness(), proc, self.config.start_timeout)
         self.after_start()
         return time.monotonic() - started
+
+    def settings_digest(self) -> str:
+        """A digest of the container's settings and its image, stored as a label."""
+        image = docker_client(self.container_process.engine).images.get(self.image).id
+        text = repr((image, sorted(self.spec.environment.items()), self.spec.command))
+        text += repr((sorted(self.spec.ports.items()), sorted(self.spec.files.items())))
+        return hashlib.sha256(text.encode()).hexdigest()[:24]
 
     def _create(self) -> Any:
         from testcontainers.core.container import DockerContainer
@@ -220,6 +242,7 @@ class ContainerService(LocalService):
         labels = {
             "com.docker.compose.project": self.network.removesuffix("_default"),
             "com.docker.compose.service": self.name,
+            SETTINGS_LABEL: self.settings_digest(),
         }
         container.with_kwargs(labels=labels, hostname=spec.hostname)
         return container
@@ -257,21 +280,9 @@ class ContainerStack(Stack):
         self.catalog = CatalogContainer(self.config, self.credentials)
         self.trino = TrinoContainer(self.config, self.credentials)
         for service in (self.kafka, self.minio, self.catalog, self.trino):
-            service.attach(specs[service.name], self.project)
-        self._engine_ready = False
-
-    def _ensure_engine(self) -> None:
-        if not self._engine_ready:
-            self.engine.ensure_running()
-            self._engine_ready = True
-
-    @property
-    def services(self) -> dict[str, LocalService]:
-        self._ensure_engine()
-        return super().services
+            service.attach(specs[service.name], self.project, self.engine)
 
     def up(self) -> float:
-        self._ensure_engine()
         self._ensure_network()
         took = super().up()
         (self.config.run_dir / BACKEND_FILE).write_text(self.backend + "\n")
@@ -280,7 +291,7 @@ class ContainerStack(Stack):
     def _ensure_network(self) -> None:
         import docker.errors
 
-        client = _docker()
+        client = docker_client(self.engine)
         name = f"{self.project}_default"
         try:
             client.networks.get(name)
@@ -289,18 +300,19 @@ class ContainerStack(Stack):
             client.networks.create(name, driver="bridge", labels=labels)
 
     def down(self) -> None:
-        """Stop every container (Trino first), then remove them and their network.
+        """Stop every container (Trino first), remove them and their network, stop the socket.
 
         State stays in the run directory, as the local stack's does.
         """
         import docker.errors
 
-        self._ensure_engine()
         super().down()
         for service in self.services.values():
             assert isinstance(service, ContainerService)
             service.container_process.remove()
         with contextlib.suppress(docker.errors.NotFound):
-            _docker().networks.get(f"{self.project}_default").remove()
+            docker_client(self.engine).networks.get(f"{self.project}_default").remove()
         (self.config.run_dir / BACKEND_FILE).unlink(missing_ok=True)
         say(f"removed the containers of {self.project}")
+        _CLIENTS.pop(self.engine.docker_host, None)
+        self.engine.stop()  # the API service this run directory started, if any

@@ -2,7 +2,7 @@
 
 `docker-compose.yml` names the official image of each project, pinned to harness/versions.py;
 `docker-compose.local.yml` swaps in the images `icefloe images build` makes and keeps state in
-the run directory. Both, and Trino's configuration folder `containers/trino/etc/`, are rendered
+the run directory. Both, and Trino's configuration folder `containers/trino-etc/`, are rendered
 from `settings.container_specs` (itself derived from the local-process services), so the
 committed files are generated, never edited: `icefloe compose render` rewrites them, and a test
 fails when they differ from what the settings render.
@@ -39,7 +39,7 @@ from harness.containers.settings import (
 
 COMPOSE_FILE = "docker-compose.yml"
 LOCAL_OVERRIDE = "docker-compose.local.yml"
-TRINO_ETC_DIR = "containers/trino/etc"
+TRINO_ETC_DIR = "containers/trino-etc"
 _ENV_PREFIX = "ICEFLOE_STACK_"  # harness.config's prefix: the same variables as the local stack
 _PORT_FIELDS = {
     "kafka": ("kafka_port",),

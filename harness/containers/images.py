@@ -239,16 +239,16 @@ class ImageBuilder:
             cmd = [debootstrap, "--variant=minbase", DEBIAN_SUITE, rootfs, mirror]
             _stream(cmd, "debootstrap", lambda line: line.startswith("I: Retrieving"), every=20)
             say(f"  import into {self.engine.cli} as {MINBASE_IMAGE}")
-            tar = subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE)
-            importer = subprocess.run(
-                [self.engine.cli, "import", "-", MINBASE_IMAGE],
-                stdin=tar.stdout,
-                env=self.engine.cli_environment(),
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if tar.wait() != 0 or importer.returncode != 0:
+            with subprocess.Popen(["tar", "-C", rootfs, "-c", "."], stdout=subprocess.PIPE) as tar:
+                importer = subprocess.run(
+                    [self.engine.cli, "import", "-", MINBASE_IMAGE],
+                    stdin=tar.stdout,
+                    env=self.engine.cli_environment(),
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+            if tar.returncode != 0 or importer.returncode != 0:
                 raise RuntimeError(f"import of the Debian root failed:\n{importer.stderr}")
         say(f"[green]ok[/] {MINBASE_IMAGE} ({time.monotonic() - t0:.0f} s)")
         return 1
@@ -309,18 +309,18 @@ def _stream(
         RuntimeError: the command failed; the message carries its last lines.
     """
     assert callable(shown)
-    proc = subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
-    )
-    assert proc.stdout is not None
     tail: list[str] = []
     count = 0
-    for raw in proc.stdout:
-        line = raw.rstrip()
-        tail = [*tail[-39:], line]
-        if shown(line):
-            count += 1
-            if count % every == 0:
-                say(f"  {label}: {line[:110]}")
-    if proc.wait() != 0:
+    with subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    ) as proc:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            line = raw.rstrip()
+            tail = [*tail[-39:], line]
+            if shown(line):
+                count += 1
+                if count % every == 0:
+                    say(f"  {label}: {line[:110]}")
+    if proc.returncode != 0:
         raise RuntimeError(f"{label}: {' '.join(cmd[:3])}... failed:\n" + "\n".join(tail))

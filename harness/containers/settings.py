@@ -35,6 +35,10 @@ TRINO_ETC = PurePosixPath("/etc/trino")
 TRINO_PLUGINS = PurePosixPath("/usr/lib/trino/plugin")
 KAFKA_INTERNAL_PORT = 19092  # the listener other containers use: kafka:19092
 HOSTNAMES = {"kafka": "kafka", "minio": "minio", "catalog": "catalog", "trino": "trino"}
+# A restarted container comes back with a new address on the network, and a JVM keeps a resolved
+# name for 30 s by default (failures for 10 s): Trino and the catalog would keep calling the old
+# address of the catalog or MinIO after a restart. The containers' JVMs resolve names afresh.
+JVM_DNS_OPTIONS = ("-Dsun.net.inetaddr.ttl=1", "-Dsun.net.inetaddr.negative.ttl=0")
 SERVICES = ("kafka", "minio", "catalog", "trino")
 
 # The official image of each project, pinned to the versions the local stack provisions. MinIO
@@ -205,7 +209,9 @@ def container_specs(
         **catalog.environment(),
         keys.CATALOG_S3_ENDPOINT: minio_url,
         keys.CATALOG_REST_HOST: "0.0.0.0",
-        "JAVA_TOOL_OPTIONS": " ".join([f"-Xmx{view.catalog_heap}", *catalog_module.JVM_FLAGS]),
+        "JAVA_TOOL_OPTIONS": " ".join(
+            [f"-Xmx{view.catalog_heap}", *catalog_module.JVM_FLAGS, *JVM_DNS_OPTIONS]
+        ),
     }
 
     trino = Trino(view, credentials)
@@ -220,7 +226,9 @@ def container_specs(
         "node.properties": properties_text(
             {**trino.node_properties(), keys.TRINO_NODE_BIND_IP: "0.0.0.0"}
         ),
-        "jvm.config": "".join(f"{o}\n" for o in trino.jvm_options(vector=False)),
+        "jvm.config": "".join(
+            f"{o}\n" for o in [*trino.jvm_options(vector=False), *JVM_DNS_OPTIONS]
+        ),
         "log.properties": properties_text(LOG_LEVELS),
         f"catalog/{keys.TRINO_CATALOG}.properties": properties_text(
             {

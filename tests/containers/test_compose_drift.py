@@ -1,6 +1,6 @@
 """The compose file and the local-process stack come from one source, and a drift test says so.
 
-The generated files (docker-compose.yml, docker-compose.local.yml, containers/trino/etc/) must
+The generated files (docker-compose.yml, docker-compose.local.yml, containers/trino-etc/) must
 equal what the settings render now: editing either the files or a local service's settings
 alone fails here. And the containers' settings must equal the local services' settings except
 for the keys `settings.OVERRIDES` names.
@@ -50,7 +50,7 @@ def test_a_local_setting_changed_alone_is_caught(monkeypatch: pytest.MonkeyPatch
         "catalog_properties",
         lambda self: {**original_catalog(self), "iceberg.file-format": "ORC"},
     )
-    assert "containers/trino/etc/catalog/lake.properties" in compose.stale_files()
+    assert "containers/trino-etc/catalog/lake.properties" in compose.stale_files()
 
 
 def test_the_compose_file_changed_alone_is_caught(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ def test_ports_are_published_on_loopback_only(stack: Any) -> None:
         bindings = container.attrs["HostConfig"]["PortBindings"]
         assert bindings, service.name
         for published in bindings.values():
-            for binding in published:
+            for binding in published or []:  # an EXPOSEd port left unpublished is None
                 assert binding["HostIp"] == "127.0.0.1", (service.name, binding)
 
 
