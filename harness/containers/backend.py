@@ -187,7 +187,10 @@ class ContainerService(LocalService):
         proc = self.container_process
         started = time.monotonic()
         existing = proc.container()
-        if existing is not None and existing.labels.get(SETTINGS_LABEL) != self.settings_digest():
+        # Containers this backend made carry a digest of their settings; compose's do not and
+        # are taken as they are.
+        digest = existing.labels.get(SETTINGS_LABEL) if existing is not None else None
+        if existing is not None and digest is not None and digest != self.settings_digest():
             say(f"{self.name}: settings or image changed, recreating its container")
             existing.remove(force=True)
             existing = None

@@ -229,6 +229,7 @@ def run(args: argparse.Namespace) -> int:
     if args.compose_command == "down":
         run_compose(config, "down")
         (config.run_dir / "backend").unlink(missing_ok=True)
+        Engine(config.run_dir).stop()  # the API service this run directory started, if any
         return 0
     run_compose(config, "ps")
     return 0
