@@ -82,7 +82,7 @@ class Engine:
             return "docker"
         raise EngineUnavailable(
             f"no podman on this machine: install it with `bash {INSTALL_SCRIPT.relative_to(REPO)}`"
-            " (or `make containers-up`)"
+            " (or `make container-engine`)"
         )
 
     def cli_environment(self) -> dict[str, str]:
