@@ -27,17 +27,36 @@ def test_ports_are_published_on_loopback_only(stack: Any) -> None:
                 assert binding["HostIp"] == "127.0.0.1", (service.name, binding)
 
 
+# A Kafka Metadata request (v4, all topics), written byte by byte: length 16, api key 3,
+# version 4, correlation id 7, client id "x", topics null, no auto-creation.
+_METADATA_REQUEST = r"\x00\x00\x00\x10\x00\x03\x00\x04\x00\x00\x00\x07\x00\x01x\xff\xff\xff\xff\x00"
+
+
 def test_containers_reach_each_other_by_service_name(stack: Any) -> None:
     trino = stack.trino.process.container()
-    # Kafka's listener for containers, MinIO and the catalog, from inside the Trino container.
+    # MinIO and the catalog, from inside the Trino container.
     checks = {
-        "kafka": "bash -c '</dev/tcp/kafka/19092'",
         "minio": "curl -fsS -o /dev/null http://minio:9000/minio/health/ready",
         "catalog": "curl -fsS -o /dev/null http://catalog:8181/v1/config",
     }
     for name, command in checks.items():
         code, output = trino.exec_run(["bash", "-c", command])
         assert code == 0, (name, output)
+
+
+def test_kafka_advertises_its_service_name_to_other_containers(stack: Any) -> None:
+    """Inside the network the broker's metadata names kafka:19092 (the host gets 127.0.0.1)."""
+    trino = stack.trino.process.container()
+    command = (
+        "exec 3<>/dev/tcp/kafka/19092; "
+        f"printf '{_METADATA_REQUEST}' >&3; "
+        "timeout 10 head -c 64 <&3 | od -An -tx1 | tr -d ' \n'"
+    )
+    code, output = trino.exec_run(["bash", "-c", command])
+    assert code == 0, output
+    # broker: node id 1, host "kafka" (length 5), port 19092 (0x4a94)
+    assert "00000001" + "0005" + b"kafka".hex() + "00004a94" in output.decode()
+    assert stack.bootstrap_servers == f"127.0.0.1:{stack.config.kafka_port}"
 
 
 def test_kill_9_of_the_catalog_keeps_its_tables(
