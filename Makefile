@@ -7,7 +7,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help venv provision up down status demo test test-unit lint format bench clean clean-cache
+.PHONY: help venv provision up down status demo test test-unit lint format bench clean clean-cache \
+	container-engine images compose-up compose-down test-containers
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -40,6 +41,23 @@ test: provision ## unit, integration and scenario tests on the real stack
 
 test-unit: venv ## fast tests only: no services
 	$(BIN)/pytest -m "not integration and not scenario and not slow" $(PYTEST_ARGS)
+
+container-engine: ## install podman, runc, debootstrap and docker-compose from Debian (apt)
+	bash containers/install-engine.sh
+
+images: provision container-engine ## build the container images from the provisioning cache
+	$(BIN)/icefloe images build --no-provision
+
+compose-up: images ## fresh machine to a running compose stack: podman, images, docker-compose up
+	$(BIN)/icefloe compose up --no-build
+
+compose-down: ## stop and remove the compose stack's containers (state stays in the run directory)
+	@if [ -x $(BIN)/icefloe ]; then $(BIN)/icefloe compose down; fi
+
+CONTAINER_SCENARIOS ?= exactly_once_kill9 or malformed_dead_letter or add_column or drop_column
+test-containers: images ## container tests, integration tests and scenarios 01 02 04 05 on containers
+	$(BIN)/pytest --backend containers -m "(integration or scenario) and not slow" \
+		-k "not test_scenario or $(CONTAINER_SCENARIOS)" $(PYTEST_ARGS)
 
 lint: venv ## ruff and mypy
 	$(BIN)/ruff check .

@@ -1,6 +1,6 @@
 """pytest plugin: the running stack as a session fixture, and factories for per-test names.
 
-`stack` starts the local stack if it is not already healthy (provisioning first) and stops it
+`stack` starts the stack if it is not already healthy (provisioning first) and stops it
 at the end of the session only if it started it, so `make up` followed by `make test` reuses
 a running stack. Factories give every test its own topic, schema and table names, so tests
 never share state. Set ICEFLOE_KEEP_STACK=1 to leave a stack started by the tests running.
@@ -8,6 +8,8 @@ never share state. Set ICEFLOE_KEEP_STACK=1 to leave a stack started by the test
 A test that asks for the stack (directly or through another fixture) must be marked
 `integration` or `scenario`: an unmarked one fails before its fixtures are set up, so
 `make test-unit` never starts a stack behind anyone's back.
+`--backend containers` (or ICEFLOE_BACKEND=containers) runs the same stack as containers; tests
+marked `containers` run only then.
 """
 
 from __future__ import annotations
@@ -46,17 +48,42 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         )
 
 
-@pytest.fixture(scope="session")
-def stack() -> Iterator[Any]:
-    """The local stack, started for the session if it was not running."""
-    from harness.provision.layout import Layout
-    from harness.provision.steps import provision
-    from harness.stack.lakehouse import Stack
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--backend",
+        choices=("local", "containers"),
+        default=None,
+        help="run the stack as local processes or as containers ($ICEFLOE_BACKEND, else local)",
+    )
 
-    running = Stack()
+
+def backend_of(config: pytest.Config) -> str:
+    """The session's backend: --backend, else $ICEFLOE_BACKEND, else local."""
+    from harness.stack.backends import ENV_BACKEND
+
+    return str(config.getoption("--backend") or os.environ.get(ENV_BACKEND) or "local")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked `containers` run only on the containers backend."""
+    if backend_of(config) == "containers":
+        return
+    skip = pytest.mark.skip(reason="needs the containers backend (--backend containers)")
+    for item in items:
+        if item.get_closest_marker("containers") is not None:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def stack(pytestconfig: pytest.Config) -> Iterator[Any]:
+    """The stack on the session's backend, started for the session if it was not running."""
+    from harness.stack.backends import make_stack, prepare
+    from harness.stack.config import load as load_config
+
+    running = make_stack(load_config(), backend_of(pytestconfig))
     started_here = False
     if not running.healthy():
-        provision(Layout(running.config.cache_dir))
+        prepare(running)
         running.up()
         started_here = True
     yield running

@@ -119,11 +119,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Provision (unless told not to), then run the walkthrough on the configured stack."""
-    from harness.cli.stack import open_stack, provision
+    from harness.cli.stack import prepared_stack
 
-    if not args.no_provision:
-        provision(args)
-    return run_demo(open_stack(args))
+    return run_demo(prepared_stack(args))
 
 
 def run_demo(stack: Stack) -> int:

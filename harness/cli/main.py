@@ -6,6 +6,10 @@
     icefloe load ...      the loader, with the provisioned Spark runtime (cli/load.py)
     icefloe publish ...   the synthetic publisher                (publisher/cli.py)
     icefloe scenario ...  list and run scenarios                 (scenarios/cli.py)
+    icefloe images ... | compose ...   the container path        (containers/)
+
+Every command that opens the stack takes ``--backend local|containers`` (default:
+$ICEFLOE_BACKEND, else the backend that brought the run directory's stack up, else local).
 
 Heavy libraries (pyspark, pyiceberg) are imported only by the commands that need them.
 """
@@ -19,7 +23,9 @@ from pathlib import Path
 
 from harness.cli import demo, load, stack
 from harness.console import say
+from harness.containers import compose, images_cli
 from harness.scenarios import cli as scenario_cli
+from harness.stack.backends import BACKENDS
 from publisher import cli as publisher_cli
 
 
@@ -27,12 +33,23 @@ def build_parser() -> argparse.ArgumentParser:
     """The whole command line; each command group registers its own sub-commands."""
     parser = argparse.ArgumentParser(prog="icefloe", description=__doc__.split("\n")[0])
     parser.add_argument("--stack-config", type=Path, default=None, help="icefloe.toml with [stack]")
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default=None,
+        help="local processes or containers (default: $ICEFLOE_BACKEND, else what is running)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     stack.add_parsers(sub)
     demo.add_parser(sub)
     load.add_parser(sub)
     publisher_cli.add_parser(sub)
     scenario_cli.add_parser(sub)
+    images_cli.add_parser(sub)
+    compose.add_parser(sub)
+    for command in sub.choices.values():
+        # Also accepted after the command (`icefloe up --backend containers`).
+        command.add_argument("--backend", choices=BACKENDS, default=argparse.SUPPRESS)
     return parser
 
 

@@ -18,10 +18,10 @@ SERVICES = ("kafka", "minio", "catalog", "trino")
 
 
 def open_stack(args: argparse.Namespace) -> Any:
-    """The stack the command line names (``--stack-config``, then the environment)."""
-    from harness.stack.lakehouse import Stack
+    """The stack the command line names (``--stack-config``, ``--backend``, the environment)."""
+    from harness.stack.backends import make_stack
 
-    return Stack(stack_config.load(args.stack_config))
+    return make_stack(stack_config.load(args.stack_config), getattr(args, "backend", None))
 
 
 def provision(args: argparse.Namespace) -> int:
@@ -33,10 +33,18 @@ def provision(args: argparse.Namespace) -> int:
     return 0
 
 
-def _up(args: argparse.Namespace) -> int:
+def prepared_stack(args: argparse.Namespace) -> Any:
+    """The stack, after provisioning (and, for containers, building images) unless told not to."""
+    from harness.stack.backends import prepare
+
+    running = open_stack(args)
     if not args.no_provision:
-        provision(args)
-    open_stack(args).up()
+        prepare(running)
+    return running
+
+
+def _up(args: argparse.Namespace) -> int:
+    prepared_stack(args).up()
     say("stop it with `icefloe down` (or `make down`)")
     return 0
 

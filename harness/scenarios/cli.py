@@ -112,10 +112,12 @@ def run_plan(plan: list[tuple[Any, str | None]], args: argparse.Namespace) -> in
     """Run (scenario, break) pairs on the stack and write the reports."""
     from harness.scenarios import report
     from harness.scenarios.runner import RunOptions, run_scenario
+    from harness.stack.backends import make_stack
     from harness.stack.config import load as load_config
-    from harness.stack.lakehouse import Stack
 
-    stack = Stack(load_config(getattr(args, "stack_config", None)))
+    stack = make_stack(
+        load_config(getattr(args, "stack_config", None)), getattr(args, "backend", None)
+    )
     if not stack.healthy():
         say("[red]error[/] the stack is not healthy; start it with `icefloe up`")
         return 1

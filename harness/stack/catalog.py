@@ -8,6 +8,8 @@ from harness.stack import keys
 from harness.stack.readiness import HttpOk, Readiness
 from harness.stack.service import LocalService
 
+JVM_FLAGS = ("-XX:+UseSerialGC", "-Djava.awt.headless=true")
+
 
 class Catalog(LocalService):
     """Iceberg's REST catalog server, started through icefloe's loopback-only launcher."""
@@ -37,8 +39,7 @@ class Catalog(LocalService):
         return [
             str(self.java("catalog")),
             f"-Xmx{heap}",
-            "-XX:+UseSerialGC",
-            "-Djava.awt.headless=true",
+            *JVM_FLAGS,
             "-cp",
             classpath,
             "org.apache.iceberg.rest.IcefloeRestServer",

@@ -16,7 +16,8 @@ from typing import Any
 from harness.provision.layout import cache_dir
 from harness.stack import keys
 
-_ENV_PREFIX = "ICEFLOE_STACK_"
+ENV_PREFIX = "ICEFLOE_STACK_"
+"""Environment variables ICEFLOE_STACK_<FIELD> override the file (also read by compose)."""
 
 
 def run_dir() -> Path:
@@ -86,7 +87,7 @@ def load(config_file: Path | None = None, **overrides: Any) -> StackConfig:
             raise ValueError(f"{path}: unknown [stack] keys {sorted(unknown)}")
         values.update(section)
     for name in names:
-        env = os.environ.get(_ENV_PREFIX + name.upper())
+        env = os.environ.get(ENV_PREFIX + name.upper())
         if env is not None:
             values[name] = env
     values.update({k: v for k, v in overrides.items() if v is not None})

@@ -25,6 +25,9 @@ logger.server.level = info
 """
 
 
+JVM_FLAGS = ("-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")
+
+
 class Kafka(LocalService):
     """Single-node KRaft Kafka started from the jars provisioning resolved."""
 
@@ -45,31 +48,32 @@ class Kafka(LocalService):
     def _classpath(self) -> str:
         return str(self.layout.kafka_lib / "*")
 
-    def prepare(self) -> None:
+    def properties(self) -> dict[str, object]:
+        """server.properties of this broker (the container stack derives its settings from it)."""
         c = self.config
         controller = f"{c.host}:{c.kafka_controller_port}"
-        write_properties(
-            self._properties,
-            {
-                keys.KAFKA_PROCESS_ROLES: "broker,controller",
-                keys.KAFKA_NODE_ID: 1,
-                keys.KAFKA_QUORUM_BOOTSTRAP: controller,
-                keys.KAFKA_LISTENERS: f"PLAINTEXT://{self.bootstrap_servers},CONTROLLER://{controller}",
-                keys.KAFKA_ADVERTISED_LISTENERS: f"PLAINTEXT://{self.bootstrap_servers}",
-                keys.KAFKA_CONTROLLER_LISTENER_NAMES: "CONTROLLER",
-                keys.KAFKA_LISTENER_PROTOCOL_MAP: "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-                keys.KAFKA_INTER_BROKER_LISTENER: "PLAINTEXT",
-                keys.KAFKA_LOG_DIRS: self.state_dir / "data",
-                keys.KAFKA_OFFSETS_RF: 1,
-                keys.KAFKA_TXN_RF: 1,
-                keys.KAFKA_TXN_MIN_ISR: 1,
-                keys.KAFKA_SHARE_RF: 1,
-                keys.KAFKA_SHARE_MIN_ISR: 1,
-                keys.KAFKA_DEFAULT_PARTITIONS: 1,
-                keys.KAFKA_GROUP_INITIAL_DELAY: 0,
-                keys.KAFKA_AUTO_CREATE_TOPICS: "false",
-            },
-        )
+        return {
+            keys.KAFKA_PROCESS_ROLES: "broker,controller",
+            keys.KAFKA_NODE_ID: 1,
+            keys.KAFKA_QUORUM_BOOTSTRAP: controller,
+            keys.KAFKA_LISTENERS: f"PLAINTEXT://{self.bootstrap_servers},CONTROLLER://{controller}",
+            keys.KAFKA_ADVERTISED_LISTENERS: f"PLAINTEXT://{self.bootstrap_servers}",
+            keys.KAFKA_CONTROLLER_LISTENER_NAMES: "CONTROLLER",
+            keys.KAFKA_LISTENER_PROTOCOL_MAP: "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            keys.KAFKA_INTER_BROKER_LISTENER: "PLAINTEXT",
+            keys.KAFKA_LOG_DIRS: self.state_dir / "data",
+            keys.KAFKA_OFFSETS_RF: 1,
+            keys.KAFKA_TXN_RF: 1,
+            keys.KAFKA_TXN_MIN_ISR: 1,
+            keys.KAFKA_SHARE_RF: 1,
+            keys.KAFKA_SHARE_MIN_ISR: 1,
+            keys.KAFKA_DEFAULT_PARTITIONS: 1,
+            keys.KAFKA_GROUP_INITIAL_DELAY: 0,
+            keys.KAFKA_AUTO_CREATE_TOPICS: "false",
+        }
+
+    def prepare(self) -> None:
+        write_properties(self._properties, self.properties())
         (self.state_dir / "log4j2.properties").write_text(_LOG4J2)
         if not (self.state_dir / "data" / "meta.properties").exists():
             self._format_storage()
@@ -95,8 +99,7 @@ class Kafka(LocalService):
             str(self.java("kafka")),
             f"-Xmx{heap}",
             f"-Xms{heap}",
-            "-XX:+UseG1GC",
-            "-XX:MaxGCPauseMillis=20",
+            *JVM_FLAGS,
             *self._jvm_flags(),
             "-cp",
             self._classpath(),

@@ -14,7 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness.stack.process import ManagedProcess
+
+class Watched(Protocol):
+    """What `wait_ready` watches while it polls: a local process or a container."""
+
+    @property
+    def log_file(self) -> object: ...
+
+    def is_running(self) -> bool: ...
+
+    def log_tail(self, lines: int = 40) -> str: ...
 
 
 class ServiceStartTimeout(RuntimeError):
@@ -84,7 +93,7 @@ class Probe:
 
 
 def wait_ready(
-    name: str, readiness: Readiness, process: ManagedProcess, timeout: float, interval: float = 0.5
+    name: str, readiness: Readiness, process: Watched, timeout: float, interval: float = 0.5
 ) -> float:
     """Poll `readiness` until it holds; return the seconds it took.
 

@@ -31,6 +31,7 @@ _JVM_FLAGS = (
     "-Djdk.nio.maxCachedBufferSize=2000000",
     "-Dfile.encoding=UTF-8",
 )
+LOG_LEVELS: dict[str, object] = {"io.trino": "INFO"}
 
 
 def _env(variable: str) -> str:
@@ -60,39 +61,64 @@ class Trino(LocalService):
     def etc(self) -> Path:
         return self.state_dir / "etc"
 
-    def prepare(self) -> None:
+    def config_properties(self) -> dict[str, object]:
+        """config.properties (the container stack derives its settings from these methods)."""
+        return {
+            keys.TRINO_COORDINATOR: "true",
+            keys.TRINO_INCLUDE_COORDINATOR: "true",
+            keys.TRINO_HTTP_PORT: self.config.trino_port,
+            keys.TRINO_DISCOVERY_URI: self.url,
+            keys.TRINO_QUERY_MAX_MEMORY: "512MB",
+            keys.TRINO_QUERY_MAX_MEMORY_PER_NODE: "384MB",
+            "http-server.log.enabled": "false",
+            "catalog.config-dir": self.etc / "catalog",
+            "plugin.dir": self.state_dir / "plugin",
+        }
+
+    def catalog_properties(self) -> dict[str, object]:
+        """catalog/lake.properties: the Iceberg connector on the REST catalog and MinIO."""
         c = self.config
-        home = self.layout.trino_home
+        return {
+            keys.TRINO_CONNECTOR: "iceberg",
+            keys.TRINO_ICEBERG_CATALOG_TYPE: "rest",
+            keys.TRINO_ICEBERG_REST_URI: f"http://{c.host}:{c.catalog_port}",
+            keys.TRINO_ICEBERG_FILE_FORMAT: "PARQUET",
+            keys.TRINO_FS_NATIVE_S3: "true",
+            keys.TRINO_S3_ENDPOINT: f"http://{c.host}:{c.minio_port}",
+            keys.TRINO_S3_PATH_STYLE: "true",
+            keys.TRINO_S3_REGION: keys.S3_REGION,
+            keys.TRINO_S3_ACCESS_KEY: _env(keys.TRINO_ENV_S3_ACCESS_KEY),
+            keys.TRINO_S3_SECRET_KEY: _env(keys.TRINO_ENV_S3_SECRET_KEY),
+        }
+
+    def node_properties(self) -> dict[str, object]:
+        """The node's identity and addresses (system properties of the server)."""
+        return {
+            keys.TRINO_NODE_ENVIRONMENT: "icefloe",
+            keys.TRINO_NODE_ID: "icefloe-1",
+            keys.TRINO_NODE_DATA_DIR: self.state_dir / "data",
+            keys.TRINO_NODE_BIND_IP: self.config.host,
+            keys.TRINO_NODE_INTERNAL_ADDRESS: self.config.host,
+        }
+
+    def jvm_options(self, vector: bool) -> list[str]:
+        """The JVM's options: heap, flags, the class-data archive, the vector module if any."""
+        # A class-data archive made on the first start and reused after it: Trino loads tens of
+        # thousands of classes at start-up, and mapping them from the archive is faster.
+        cds = [
+            "-XX:+AutoCreateSharedArchive",
+            f"-XX:SharedArchiveFile={self.state_dir / 'trino-classes.jsa'}",
+        ]
+        modules = ["--add-modules=jdk.incubator.vector"] if vector else []
+        return ["-server", f"-Xmx{self.config.trino_heap}", *_JVM_FLAGS, *cds, *modules]
+
+    def prepare(self) -> None:
+        write_properties(self.etc / "config.properties", self.config_properties())
+        write_properties(self.etc / "log.properties", LOG_LEVELS)
         write_properties(
-            self.etc / "config.properties",
-            {
-                keys.TRINO_COORDINATOR: "true",
-                keys.TRINO_INCLUDE_COORDINATOR: "true",
-                keys.TRINO_HTTP_PORT: c.trino_port,
-                keys.TRINO_DISCOVERY_URI: self.url,
-                keys.TRINO_QUERY_MAX_MEMORY: "512MB",
-                keys.TRINO_QUERY_MAX_MEMORY_PER_NODE: "384MB",
-                "http-server.log.enabled": "false",
-                "catalog.config-dir": self.etc / "catalog",
-                "plugin.dir": self._plugin_dir(home),
-            },
+            self.etc / "catalog" / f"{keys.TRINO_CATALOG}.properties", self.catalog_properties()
         )
-        write_properties(self.etc / "log.properties", {"io.trino": "INFO"})
-        write_properties(
-            self.etc / "catalog" / f"{keys.TRINO_CATALOG}.properties",
-            {
-                keys.TRINO_CONNECTOR: "iceberg",
-                keys.TRINO_ICEBERG_CATALOG_TYPE: "rest",
-                keys.TRINO_ICEBERG_REST_URI: f"http://{c.host}:{c.catalog_port}",
-                keys.TRINO_ICEBERG_FILE_FORMAT: "PARQUET",
-                keys.TRINO_FS_NATIVE_S3: "true",
-                keys.TRINO_S3_ENDPOINT: f"http://{c.host}:{c.minio_port}",
-                keys.TRINO_S3_PATH_STYLE: "true",
-                keys.TRINO_S3_REGION: keys.S3_REGION,
-                keys.TRINO_S3_ACCESS_KEY: _env(keys.TRINO_ENV_S3_ACCESS_KEY),
-                keys.TRINO_S3_SECRET_KEY: _env(keys.TRINO_ENV_S3_SECRET_KEY),
-            },
-        )
+        self._plugin_dir(self.layout.trino_home)
         (self.state_dir / "data").mkdir(parents=True, exist_ok=True)
 
     def _plugin_dir(self, home: Path) -> Path:
@@ -112,29 +138,10 @@ class Trino(LocalService):
 
     def command(self) -> list[str]:
         java = self.java_jdk()
-        vector = ["--add-modules=jdk.incubator.vector"] if java.has_vector_module else []
-        heap = self.config.trino_heap
-        node = {
-            keys.TRINO_NODE_ENVIRONMENT: "icefloe",
-            keys.TRINO_NODE_ID: "icefloe-1",
-            keys.TRINO_NODE_DATA_DIR: self.state_dir / "data",
-            keys.TRINO_NODE_BIND_IP: self.config.host,
-            keys.TRINO_NODE_INTERNAL_ADDRESS: self.config.host,
-        }
-        # A class-data archive made on the first start and reused after it: Trino loads tens of
-        # thousands of classes at start-up, and mapping them from the archive is faster.
-        cds = [
-            "-XX:+AutoCreateSharedArchive",
-            f"-XX:SharedArchiveFile={self.state_dir / 'trino-classes.jsa'}",
-        ]
         return [
             str(java.java),
-            "-server",
-            f"-Xmx{heap}",
-            *_JVM_FLAGS,
-            *cds,
-            *vector,
-            *(f"-D{k}={v}" for k, v in node.items()),
+            *self.jvm_options(java.has_vector_module),
+            *(f"-D{k}={v}" for k, v in self.node_properties().items()),
             f"-Dconfig={self.etc / 'config.properties'}",
             f"-Dlog.levels-file={self.etc / 'log.properties'}",
             "-cp",

@@ -1,0 +1,42 @@
+"""Image inputs: the Debian mirror read from apt sources, and fingerprints that notice changes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from harness.containers import images
+
+
+def test_mirror_from_deb822_sources(tmp_path: Path) -> None:
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list.d" / "debian.sources").write_text(
+        "Types: deb\n# a comment\nURIs: http://mirror.example/debian\n"
+        f"Suites: {images.DEBIAN_SUITE} {images.DEBIAN_SUITE}-updates\nComponents: main\n\n"
+        "Types: deb\nURIs: http://mirror.example/debian-security\n"
+        f"Suites: {images.DEBIAN_SUITE}-security\n"
+    )
+    assert images.debian_mirror(tmp_path) == "http://mirror.example/debian"
+
+
+def test_mirror_from_sources_list(tmp_path: Path) -> None:
+    (tmp_path / "sources.list.d").mkdir()
+    (tmp_path / "sources.list").write_text(
+        f"deb [arch=amd64] http://other.example/debian {images.DEBIAN_SUITE} main\n"
+    )
+    assert images.debian_mirror(tmp_path) == "http://other.example/debian"
+
+
+def test_fingerprint_follows_inputs(tmp_path: Path) -> None:
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "a.jar").write_bytes(b"one")
+    spec = images.ImageSpec("kafka", "localhost/icefloe/kafka:test", {"lib": lib})
+    first = images.fingerprint(spec, "base1")
+    assert images.fingerprint(spec, "base1") == first
+    assert images.fingerprint(spec, "base2") != first  # a new base rebuilds the image
+    (lib / "b.jar").write_bytes(b"two")
+    second = images.fingerprint(spec, "base1")
+    assert second != first
+    os.utime(lib / "b.jar", (1, 1))
+    assert images.fingerprint(spec, "base1") != second
