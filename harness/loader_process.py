@@ -221,8 +221,11 @@ class LoaderProcess:
                 self.history.record("loader", "fail", "start", pid=pid, log=self.log_tail(20))
                 raise RuntimeError(f"loader exited while starting:\n{self.log_tail(20)}")
             time.sleep(0.25)
-        self.history.record("loader", "fail", "start", pid=pid, log=self.log_tail(20))
-        raise RuntimeError(f"loader did not start in {self.start_timeout_s:.0f} s")
+        tail = self.log_tail(20)
+        self.history.record("loader", "fail", "start", pid=pid, log=tail)
+        raise RuntimeError(
+            f"loader did not start in {self.start_timeout_s:.0f} s; its log ends:\n{tail}"
+        )
 
     def kill(self) -> int | None:
         """kill -9 the loader (and its JVM), as a crash would.

@@ -34,7 +34,7 @@ from harness.stack.credentials import S3Credentials, load_or_create
 from harness.stack.kafka import Kafka
 from harness.stack.lakehouse import Stack
 from harness.stack.minio import Minio
-from harness.stack.readiness import Readiness, wait_ready
+from harness.stack.readiness import Readiness, ServiceStartTimeout, wait_ready
 from harness.stack.service import LocalService
 from harness.stack.trino import Trino
 
@@ -195,8 +195,17 @@ class ContainerService(LocalService):
             existing.remove(force=True)
             existing = None
         if existing is None:
-            self._create().start()
-        else:
+            try:
+                self._create().start()
+            except ServiceStartTimeout:
+                raise
+            except Exception as error:
+                # The engine timed out or failed between creating and starting the container.
+                existing = proc.container()
+                if existing is None:
+                    raise
+                say(f"{self.name}: {type(error).__name__} from the engine; starting it again")
+        if existing is not None:
             if existing.status == "paused":
                 existing.unpause()
             elif existing.status != "running":
@@ -271,6 +280,10 @@ class ContainerStack(Stack):
     """The stack with every service in a container, on the locally built images."""
 
     backend = "containers"
+    # One container at a time, in the order the services need each other: podman's API, asked
+    # to create and start four containers at once on a busy machine, has left some created and
+    # never started.
+    start_waves = (("minio",), ("kafka",), ("catalog",), ("trino",))
 
     def __init__(self, config: StackConfig | None = None) -> None:
         self.config = config or load_config()

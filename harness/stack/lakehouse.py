@@ -23,13 +23,13 @@ from harness.stack.minio import Minio
 from harness.stack.service import LocalService, ServiceStatus
 from harness.stack.trino import Trino
 
-# Services started together in each wave; a wave waits for the one before it. Trino is the
-# slowest to start, so it starts first rather than last.
-_WAVES = (("trino", "kafka", "minio", "catalog"),)
-
 
 class Stack:
     """The four services of one run directory."""
+
+    # Services started together in each wave; a wave waits for the one before it. Trino is the
+    # slowest to start, so it starts first rather than last.
+    start_waves: tuple[tuple[str, ...], ...] = (("trino", "kafka", "minio", "catalog"),)
 
     def __init__(self, config: StackConfig | None = None) -> None:
         self.config = config or load_config()
@@ -71,7 +71,7 @@ class Stack:
         """Start every service that is not running; return seconds until all are ready."""
         started = time.monotonic()
         with ThreadPoolExecutor(max_workers=4) as pool:
-            for wave in _WAVES:
+            for wave in self.start_waves:
                 todo = [self.service(n) for n in wave]
                 for service, took in zip(todo, pool.map(lambda s: s.start(), todo), strict=True):
                     say(f"[green]ready[/] {service.name} ({took:.1f} s)")
