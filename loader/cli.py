@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from loader.config import LoaderConfig, add_flags, from_args
 from loader.errors import ConcurrentLoader, LoaderError
+from loader.settings import Defaults
 
 __all__ = ["EXIT_NOT_OWNER", "build_parser", "configure_parser", "main", "run"]
 
@@ -47,7 +48,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
 
 
 def run(
-    args: argparse.Namespace, prepare: Callable[[LoaderConfig], LoaderConfig] | None = None
+    args: argparse.Namespace,
+    prepare: Callable[[LoaderConfig], LoaderConfig] | None = None,
+    defaults: Defaults | None = None,
 ) -> int:
     """Execute ``load`` or ``load status``.
 
@@ -55,6 +58,8 @@ def run(
         args: parsed by a parser set up with ``configure_parser``.
         prepare: completes the loaded configuration before the loader runs with it (the
             harness fills in the Spark runtime it provisioned).
+        defaults: values for settings the file, environment and flags leave unset (the
+            harness offers a local stack's endpoints and credentials).
 
     Returns:
         The exit code: 0 on a requested stop, ``EXIT_NOT_OWNER`` (3) when another loader owns
@@ -67,7 +72,7 @@ def run(
     for noisy in ("py4j", "py4j.clientserver", "py4j.java_gateway"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        config = from_args(args)
+        config = from_args(args, defaults=defaults)
         if args.action == "status":
             from loader.status import format_status, read_status
 
