@@ -16,9 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from publisher.clock import DEFAULT_ANCHOR, ClockConfig
 from publisher.drift import DriftConfig, ExtraFieldSpec
-from publisher.malformations import DEFAULT_MAX_MESSAGE_BYTES, MALFORMATIONS
+from publisher.malformations import DEFAULT_MAX_MESSAGE_BYTES, MALFORMATIONS, resolve_kinds
 from publisher.messages import GenerationConfig, KeySpec, generate
 from publisher.producer import DEFAULT_LEDGER_DIR, Publisher, PublisherConfig, PublishFailed
 
@@ -351,6 +353,8 @@ def run(args: argparse.Namespace, default_bootstrap: str = DEFAULT_BOOTSTRAP) ->
         return 2
     try:
         generation = generation_config(args).resolved()
+        if generation.malformed_fraction > 0:  # unknown names fail here, before any broker
+            resolve_kinds(generation.malformed_kinds, generation.table_schema())
     except (ValueError, OSError) as exc:
         print(f"publish: {exc}", file=sys.stderr)
         return 2
@@ -360,7 +364,11 @@ def run(args: argparse.Namespace, default_bootstrap: str = DEFAULT_BOOTSTRAP) ->
         print("publish: --topic is required", file=sys.stderr)
         return 2
     bootstrap = args.bootstrap or os.environ.get(BOOTSTRAP_ENV) or default_bootstrap
-    problem = _check_topic(bootstrap, args)
+    try:
+        problem = _check_topic(bootstrap, args)
+    except KafkaException as exc:
+        print(f"publish: cannot reach Kafka at {bootstrap}: {exc}", file=sys.stderr)
+        return 1
     if problem is not None:
         print(f"publish: {problem}", file=sys.stderr)
         return 2

@@ -17,8 +17,10 @@ from typing import Any
 __all__ = [
     "MAX_MESSAGE_BYTES",
     "RETENTION_MS",
+    "Record",
     "TopicInfo",
     "TopicMissing",
+    "add_partitions",
     "create_topic",
     "delete_topic",
     "describe_topic",
@@ -26,6 +28,7 @@ __all__ = [
     "parse_duration_ms",
     "parse_size",
     "partition_count",
+    "read_records",
     "require_topic",
 ]
 
@@ -222,6 +225,87 @@ def describe_topic(bootstrap: str, topic: str) -> TopicInfo:
         retention_ms=int(configs[RETENTION_MS].value),
         max_message_bytes=int(configs[MAX_MESSAGE_BYTES].value),
     )
+
+
+def add_partitions(bootstrap: str, topic: str, total: int) -> None:
+    """Grow ``topic`` to ``total`` partitions (Kafka never removes partitions).
+
+    Raises:
+        TopicMissing: no such topic.
+        ValueError: ``total`` is not more than it has.
+    """
+    from confluent_kafka.admin import NewPartitions
+
+    current = require_topic(bootstrap, topic)
+    if total <= current:
+        raise ValueError(f"topic {topic!r} has {current} partitions; give more than that")
+    admin = _admin(bootstrap)
+    futures = admin.create_partitions([NewPartitions(topic, total)], operation_timeout=_TIMEOUT_S)
+    futures[topic].result(timeout=_TIMEOUT_S)
+    _await(lambda: partition_count(bootstrap, topic) == total, f"{topic} to have {total}")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One record as read back: where it is, its headers and (the start of) its value."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    headers: tuple[tuple[str, str], ...]
+    value: bytes | None
+
+
+def read_records(
+    bootstrap: str, topic: str, limit: int = 10, partition: int | None = None
+) -> list[Record]:
+    """The first ``limit`` records of ``topic`` (of one partition, if given), oldest first.
+
+    Raises:
+        TopicMissing: no such topic.
+    """
+    from confluent_kafka import Consumer, TopicPartition
+
+    partitions = require_topic(bootstrap, topic)
+    wanted = [partition] if partition is not None else list(range(partitions))
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "icefloe-read"})
+    records: list[Record] = []
+    try:
+        ends = {}
+        for p in wanted:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), _TIMEOUT_S)
+            if high > low:
+                ends[p] = (low, min(high, low + limit))
+        consumer.assign([TopicPartition(topic, p, low) for p, (low, _) in ends.items()])
+        done: set[int] = set()
+        deadline = time.monotonic() + _TIMEOUT_S
+        while len(done) < len(ends) and time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is None or msg.error():
+                continue
+            p, offset = int(msg.partition() or 0), int(msg.offset() or 0)
+            if p in done:
+                continue
+            headers = tuple(
+                (str(k), v.decode(errors="replace") if isinstance(v, bytes) else str(v))
+                for k, v in list(msg.headers() or [])
+            )
+            key, value = msg.key(), msg.value()
+            records.append(
+                Record(
+                    p,
+                    offset,
+                    key.encode() if isinstance(key, str) else key,
+                    headers,
+                    value.encode() if isinstance(value, str) else value,
+                )
+            )
+            if offset + 1 >= ends[p][1]:
+                done.add(p)
+    finally:
+        consumer.close()
+    records.sort(key=lambda r: (r.offset, r.partition))
+    return records[:limit]
 
 
 def _await(condition: Any, what: str, timeout_s: float = _TIMEOUT_S) -> None:

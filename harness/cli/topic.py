@@ -1,4 +1,4 @@
-"""`icefloe topic create|list|describe|delete`: Kafka topics on the local stack's broker.
+"""`icefloe topic create|list|describe|grow|read|delete`: Kafka topics on the local stack.
 
 The broker does not create topics on first use, so a topic is created before anything is
 published to it (or `icefloe publish --create-topic N` creates it). A dead-letter topic must
@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.console import print_table, say
+from rich.markup import escape
+
+from harness.console import out, print_table, say
 from publisher import topics
 
 
@@ -80,6 +82,25 @@ def _delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def _grow(args: argparse.Namespace) -> int:
+    topics.add_partitions(_bootstrap(args), args.topic, args.partitions)
+    say(f"topic {args.topic} now has {args.partitions} partitions")
+    return 0
+
+
+def _read(args: argparse.Namespace) -> int:
+    records = topics.read_records(_bootstrap(args), args.topic, args.limit, args.partition)
+    for record in records:
+        value = (record.value or b"").decode(errors="replace")
+        cut = value[: args.value_chars] + ("…" if len(value) > args.value_chars else "")
+        out.print(f"[bold]{args.topic} partition {record.partition} offset {record.offset}[/]")
+        for key, header in record.headers:
+            out.print(f"  {key}: {escape(header)}", soft_wrap=True)
+        out.print(f"  value ({len(value):,} characters): {escape(cut)!r}", soft_wrap=True)
+    say(f"{len(records)} record(s)")
+    return 0
+
+
 def _size(text: str) -> int:
     try:
         return topics.parse_size(text)
@@ -118,6 +139,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     describe = verbs.add_parser("describe", help="partitions, messages, retention, size limit")
     describe.add_argument("topic")
     describe.set_defaults(func=_describe)
+    grow = verbs.add_parser("grow", help="add partitions (Kafka never removes them)")
+    grow.add_argument("topic")
+    grow.add_argument("--partitions", type=int, required=True, help="how many in all")
+    grow.set_defaults(func=_grow)
+    read = verbs.add_parser("read", help="print the first records: headers and value")
+    read.add_argument("topic")
+    read.add_argument("--limit", type=int, default=5, help="how many records (5)")
+    read.add_argument("--partition", type=int, help="only this partition")
+    read.add_argument("--value-chars", type=int, default=120, help="value characters shown")
+    read.set_defaults(func=_read)
     delete = verbs.add_parser("delete", help="delete a topic and everything in it")
     delete.add_argument("topic")
     delete.set_defaults(func=_delete)
