@@ -14,6 +14,7 @@ configuration a user gives (file, environment, flags), so `icefloe load --table 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +97,17 @@ def stack_loader_config(
     )
 
 
+def secret_key_file(stack: Any) -> Path:
+    """A file (mode 0600, in the run directory) holding the stack's S3 secret key."""
+    path = Path(stack.config.run_dir) / "s3-secret-key"
+    secret = stack.credentials.secret_key.reveal()
+    if not path.exists() or path.read_text() != secret:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secret)
+    return path
+
+
 KAFKA_BOOTSTRAP = "kafka.bootstrap"
 CATALOG_URI = "catalog.uri"
 METRICS_PORT = "metrics_port"
@@ -109,7 +121,9 @@ class StackDefaults:
     The broker's address when no ``kafka.bootstrap`` is set; the catalog's, the object
     store's and its generated credentials when no ``catalog.uri`` is set (a configuration
     naming another catalog gets nothing of this stack's store); the stack's loader metrics
-    port when no ``metrics_port`` is set. Implements ``loader.settings.Defaults``.
+    port when no ``metrics_port`` is set. The S3 secret is offered as the file that holds it
+    (``s3_secret_key_file``), so a configuration written back (``icefloe load config``)
+    names the file, never the secret. Implements ``loader.settings.Defaults``.
 
     Attributes:
         stack: a `harness.stack.lakehouse.Stack` (or the containers backend's).
@@ -131,7 +145,7 @@ class StackDefaults:
                     "catalog.warehouse": f"s3://{keys.WAREHOUSE_BUCKET}/",
                     "catalog.s3_endpoint": stack.s3_endpoint,
                     "catalog.s3_access_key": stack.credentials.access_key,
-                    "catalog.s3_secret_key": stack.credentials.secret_key.reveal(),
+                    "catalog.s3_secret_key_file": str(secret_key_file(stack)),
                 }
             )
         if METRICS_PORT not in configured:

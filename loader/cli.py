@@ -1,4 +1,4 @@
-"""Command line: ``icefloe load [run|status] --config FILE [--setting value ...]``.
+"""Command line: ``icefloe load [run|status|config] --config FILE [--setting value ...]``.
 
 ``configure_parser(parser)`` adds the loader's arguments (every non-secret
 setting is a flag, ``--kafka-bootstrap``, with its help line; see
@@ -38,9 +38,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     parser.add_argument(
         "action",
         nargs="?",
-        choices=("run", "status"),
+        choices=("run", "status", "config"),
         default="run",
-        help="run the loader (default) or print committed offsets, lag and freshness",
+        help="run the loader (default), print committed offsets, lag and freshness, or print "
+        "the configuration as a TOML file (secrets only as their _file names)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every batch")
     add_flags(parser.add_argument_group("settings (override the file and the environment)"))
@@ -52,7 +53,7 @@ def run(
     prepare: Callable[[LoaderConfig], LoaderConfig] | None = None,
     defaults: Defaults | None = None,
 ) -> int:
-    """Execute ``load`` or ``load status``.
+    """Execute ``load``, ``load status`` or ``load config``.
 
     Args:
         args: parsed by a parser set up with ``configure_parser``.
@@ -78,11 +79,14 @@ def run(
 
             print(format_status(read_status(config)))
             return 0
+        if prepare is not None:
+            config = prepare(config)
+        if args.action == "config":
+            print(config.to_toml(), end="")
+            return 0
         from loader.job import LoaderJob
         from loader.spark import check_runtime
 
-        if prepare is not None:
-            config = prepare(config)
         check_runtime(config)
         return LoaderJob(config).run()
     except LoaderError as exc:
