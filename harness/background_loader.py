@@ -64,6 +64,34 @@ def open_loader(stack: Any, name: str, settings: LoaderSettings | None = None) -
     return LoaderProcess(chosen, stack, folder, History(folder / "history.jsonl"))
 
 
+def scrape_metrics(port: int) -> list[tuple[str, dict[str, str], float]]:
+    """A loader's Prometheus samples (name, labels, value), the ``icefloe_`` ones only.
+
+    Raises:
+        OSError: nothing answers on ``port``.
+    """
+    import urllib.request
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    return [
+        (sample.name, dict(sample.labels), float(sample.value))
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name.startswith("icefloe_")
+    ]
+
+
+def free_port(first: int) -> int:
+    """The first port from ``first`` on that nothing listens on."""
+    port = first
+    while not port_is_free(port):
+        port += 1
+    return port
+
+
 def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     """Whether nothing listens on ``port`` (a loader's metrics endpoint may then bind it)."""
     with socket.socket() as probe:

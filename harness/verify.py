@@ -83,14 +83,20 @@ class DeadLetterVerdict:
 
 
 def compare_rows(
-    found: Iterable[str], expected: Iterable[str], *, may_be_absent: Iterable[str] = ()
+    found: Iterable[str],
+    expected: Iterable[str],
+    *,
+    may_be_absent: Iterable[str] = (),
+    published: Iterable[str] | None = None,
 ) -> RowVerdict:
     """Compare the ids a table holds with the ids it should hold.
 
     Args:
         found: the table's event ids, one per row.
-        expected: the valid ids the ledgers delivered.
+        expected: the valid ids that must be in the table.
         may_be_absent: expected ids that are allowed to be missing (e.g. deleted by retention).
+        published: every valid id ever sent to the table's topics, when more than
+            ``expected`` (a check of one ledger among several); an id outside it is unexpected.
 
     Returns:
         The verdict (ids sorted).
@@ -98,13 +104,14 @@ def compare_rows(
     counts = Counter(found)
     wanted = set(expected)
     optional = set(may_be_absent)
+    sent = wanted if published is None else wanted | set(published)
     return RowVerdict(
         rows=sum(counts.values()),
         distinct=len(counts),
         expected=len(wanted),
         lost=tuple(sorted(wanted - optional - counts.keys())),
         duplicated=tuple(sorted(i for i, n in counts.items() if n > 1)),
-        unexpected=tuple(sorted(counts.keys() - wanted)),
+        unexpected=tuple(sorted(counts.keys() - sent)),
     )
 
 

@@ -1,4 +1,4 @@
-"""`icefloe loader start|stop|kill|freeze|thaw|status|logs`: loaders in the background, by name.
+"""`icefloe loader start|stop|kill|freeze|thaw|status|logs|metrics`: background loaders, by name.
 
 `icefloe load` runs the loader in the foreground of a terminal; `icefloe loader start` runs the
 same loader in the background on the local stack and returns once its query runs, so one shell
@@ -39,7 +39,7 @@ def _stack(args: argparse.Namespace) -> Any:
 
 
 def _start(args: argparse.Namespace) -> int:
-    from harness.background_loader import open_loader, port_is_free, saved_settings
+    from harness.background_loader import free_port, open_loader, saved_settings
     from harness.loader_process import LoaderSettings
 
     stack = _stack(args)
@@ -49,8 +49,7 @@ def _start(args: argparse.Namespace) -> int:
             raise ValueError("give both --table and --kafka-topics (or neither, to restart)")
         metrics = args.metrics_port
         if metrics is None:
-            port = stack.config.loader_metrics_port
-            metrics = port if port_is_free(port) else 0
+            metrics = free_port(stack.config.loader_metrics_port)
         settings = LoaderSettings(
             loader_id=args.loader_id or f"icefloe-{args.name}",
             table=args.table,
@@ -115,6 +114,24 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _metrics(args: argparse.Namespace) -> int:
+    from harness.background_loader import open_loader, scrape_metrics
+
+    loader = open_loader(_stack(args), args.name)
+    port = int(loader.settings.extra.get("metrics_port") or 0)
+    if not port:
+        say(f"loader {args.name} serves no metrics (started with metrics port 0)")
+        return 1
+    rows = [
+        (name.removeprefix("icefloe_loader_"), ", ".join(f"{k}={v}" for k, v in labels.items()),
+         f"{value:g}")
+        for name, labels, value in scrape_metrics(port)
+        if not name.endswith(("_bucket", "_created"))
+    ]  # fmt: skip
+    print_table((f"icefloe_loader_... (127.0.0.1:{port}/metrics)", "labels", "value"), rows)
+    return 0
+
+
 def _logs(args: argparse.Namespace) -> int:
     from harness.background_loader import open_loader
 
@@ -148,7 +165,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     start.add_argument("--lease-ttl", type=_duration, default=60.0, help="the lease (60s)")
     start.add_argument(
-        "--metrics-port", type=int, help="Prometheus port (the stack's when free; 0 disables)"
+        "--metrics-port",
+        type=int,
+        help="Prometheus port (default: the stack's loader port, or the next free one; 0: none)",
     )
     start.add_argument("--no-wait", action="store_true", help="return before its query runs")
     start.set_defaults(func=_start)
@@ -159,4 +178,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     status.set_defaults(func=_status)
     verb("logs", "the tail of a loader's log").add_argument("-n", "--lines", type=int, default=40)
     verbs.choices["logs"].set_defaults(func=_logs)
+    verb("metrics", "its Prometheus metrics: lag, freshness, rows, dead letters").set_defaults(
+        func=_metrics
+    )
     return parser

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-import urllib.request
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import maintenance, verify
-from harness.background_loader import port_is_free
+from harness.background_loader import free_port, scrape_metrics
 from harness.loader_process import LoaderProcess, LoaderSettings
 from harness.scenarios.history import History
 from harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
@@ -27,14 +26,6 @@ from loader.deadletter import DEAD_LETTER_MAX_BYTES
 from publisher import topics
 from publisher.ledger import Ledger
 from publisher.producer import PublishResult
-
-
-def free_port(first: int) -> int:
-    """The first port from ``first`` on that nothing listens on."""
-    port = first
-    while not port_is_free(port):
-        port += 1
-    return port
 
 
 @dataclass
@@ -222,17 +213,7 @@ class Lab:
 
     def metrics(self, loader: LoaderProcess) -> list[tuple[str, dict[str, str], float]]:
         """The loader's Prometheus samples: (name, labels, value), ``icefloe_`` ones only."""
-        from prometheus_client.parser import text_string_to_metric_families
-
-        url = f"http://127.0.0.1:{self.metrics_port(loader)}/metrics"
-        with urllib.request.urlopen(url, timeout=10) as response:
-            text = response.read().decode()
-        return [
-            (sample.name, dict(sample.labels), float(sample.value))
-            for family in text_string_to_metric_families(text)
-            for sample in family.samples
-            if sample.name.startswith("icefloe_")
-        ]
+        return scrape_metrics(self.metrics_port(loader))
 
 
 def record(path: Path | None, name: str, data: Any) -> None:

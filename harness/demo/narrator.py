@@ -26,36 +26,15 @@ from rich.rule import Rule
 from rich.syntax import Syntax
 from rich.table import Table
 
-__all__ = ["Narrator", "WaitTimeout", "quiet_libraries", "shared_prefix"]
+from harness.console import shared_prefix
+
+__all__ = ["Narrator", "WaitTimeout", "quiet_libraries"]
 
 T = TypeVar("T")
 
 
 class WaitTimeout(TimeoutError):
     """A wait ran out of time; the message says what was awaited and how far it got."""
-
-
-def shared_prefix(values: Sequence[str], keep: int = 4) -> str:
-    """The prefix all ``values`` share, less the last ``keep`` characters of it.
-
-    Tables of ids that share a long prefix (the publisher's event ids share 24 characters per
-    seed) show the prefix once and each id from where they differ: the part a reader needs.
-
-    Args:
-        values: the texts (two or more to share anything).
-        keep: characters of the shared part left on each value, for context.
-
-    Returns:
-        The prefix to cut ("" when cutting would not help).
-    """
-    if len(values) < 2:
-        return ""
-    prefix = values[0]
-    for value in values[1:]:
-        while not value.startswith(prefix):
-            prefix = prefix[:-1]
-    cut = max(0, len(prefix) - keep)
-    return prefix[:cut] if cut >= 8 else ""
 
 
 @contextlib.contextmanager

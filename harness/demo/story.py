@@ -173,6 +173,7 @@ def _publish_step(story: Story) -> None:
     sent = sorted(
         e.timestamp / 1000 for e in lab.read_ledgers()[-1].valid() if e.timestamp is not None
     )
+    start = sent[0] if sent else 0.0
     record(
         story.record_dir,
         "freshness",
@@ -181,8 +182,9 @@ def _publish_step(story: Story) -> None:
             "valid": result.valid,
             "trigger_interval_s": 2.0,
             "visible_after_last_publish_s": round(lag, 2),
-            "published_at": sent,
-            "visible": samples,
+            "load_average": round(load, 1),
+            "published": [round(t - start, 3) for t in sent],
+            "visible": [(round(t - start, 2), n) for t, n in samples],
         },
     )
 
