@@ -6,10 +6,11 @@
     icefloe load ...      the loader, with the provisioned Spark runtime (cli/load.py)
     icefloe loader start|stop|kill|freeze|thaw|status|logs   background loaders (cli/loader.py)
     icefloe publish ...   the synthetic publisher                (cli/publish.py, publisher/cli.py)
-    icefloe topic create|list|describe|delete                  (cli/topic.py)
+    icefloe topic create|list|describe|grow|read|delete        (cli/topic.py)
     icefloe table create|drop|show                             (cli/table.py)
     icefloe maintain optimize|expire-snapshots|remove-orphans|retention TABLE (cli/maintain.py)
     icefloe verify TABLE --topic T   the table against the publisher's ledgers (cli/verify.py)
+    icefloe workshop check N | reset | pictures  the workshop's checks (cli/workshop.py)
     icefloe scenario ...  list and run scenarios                 (scenarios/cli.py)
     icefloe images ... | compose ...   the container path        (containers/)
 
@@ -26,7 +27,18 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.cli import demo, load, loader, maintain, publish, stack, table, topic, verify
+from harness.cli import (
+    demo,
+    load,
+    loader,
+    maintain,
+    publish,
+    stack,
+    table,
+    topic,
+    verify,
+    workshop,
+)
 from harness.console import say
 from harness.containers import compose, images_cli
 from harness.scenarios import cli as scenario_cli
@@ -53,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_parser(sub)
     maintain.add_parser(sub)
     verify.add_parser(sub)
+    workshop.add_parser(sub)
     scenario_cli.add_parser(sub)
     images_cli.add_parser(sub)
     compose.add_parser(sub)
