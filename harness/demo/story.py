@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from harness import maintenance
 from harness.demo.lab import Lab, record
 from harness.demo.narrator import Narrator
@@ -417,7 +419,7 @@ def _zombie_step(story: Story, loader: Any) -> Any:
     code, _ = out.run("thawing A: it must step down", zombie.retire)
     tail = zombie.log_tail(40)
     fenced = next((line for line in tail.splitlines() if "Fenced" in line), "")
-    out.say(f"[dim]{fenced.strip()[:160]}[/]")
+    out.say(f"[dim]{escape(fenced.strip())}[/]")
     story.check(code == 3, f"A exited with code {code} (3: fenced, another loader owns the table)")
     story.check(successor.is_running(), "B is still loading")
     story.exactly_once("after the zombie woke")
