@@ -61,7 +61,19 @@ def open_loader(stack: Any, name: str, settings: LoaderSettings | None = None) -
     folder.mkdir(parents=True, exist_ok=True)
     if settings is not None:
         (folder / _SETTINGS_FILE).write_text(json.dumps(asdict(settings), indent=1))
-    return LoaderProcess(chosen, stack, folder, History(folder / "history.jsonl"))
+    return LoaderProcess(chosen, stack, folder, _history(folder / "history.jsonl"))
+
+
+def _history(path: Path) -> History:
+    """The loader's history, kept across commands (``History`` starts its file afresh).
+
+    Each `icefloe loader ...` command opens the loader anew; the events earlier commands
+    recorded (a kill, a start) stay in the file, so a check can read what was done in order.
+    """
+    earlier = path.read_text() if path.exists() else ""
+    history = History(path)
+    path.write_text(earlier)
+    return history
 
 
 def scrape_metrics(port: int) -> list[tuple[str, dict[str, str], float]]:
