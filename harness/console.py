@@ -50,6 +50,29 @@ def progress_bar(label: str, total: int) -> Iterator[Callable[[int], None]]:
     console.print(f"{label}: done")
 
 
+def shared_prefix(values: Sequence[str], keep: int = 4) -> str:
+    """The prefix all ``values`` share, less the last ``keep`` characters of it.
+
+    Tables of ids that share a long prefix (the publisher's event ids share 24 characters per
+    seed) show the prefix once and each id from where they differ: the part a reader needs.
+
+    Args:
+        values: the texts (two or more to share anything).
+        keep: characters of the shared part left on each value, for context.
+
+    Returns:
+        The prefix to cut ("" when cutting would not help).
+    """
+    if len(values) < 2:
+        return ""
+    prefix = values[0]
+    for value in values[1:]:
+        while not value.startswith(prefix):
+            prefix = prefix[:-1]
+    cut = max(0, len(prefix) - keep)
+    return prefix[:cut] if cut >= 8 else ""
+
+
 def print_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], title: str = "") -> None:
     """Print rows as a table on stdout."""
     table = Table(title=title or None)

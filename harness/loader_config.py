@@ -5,12 +5,18 @@ into the harness. This module fills that configuration from what the harness kno
 stack's Kafka, catalog and MinIO endpoints and credentials, and the Spark jars and Java home
 `icefloe provision` put into the cache. `icefloe load`, the supervised loader process, the
 tests and the benchmarks all build their configurations here.
+
+`StackDefaults` offers the same endpoints and credentials as the lowest layer of a
+configuration a user gives (file, environment, flags), so `icefloe load --table T
+--kafka-topics K` runs on the local stack with no file: whatever the user sets wins.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +95,59 @@ def stack_loader_config(
         spark=spark,
         **settings,
     )
+
+
+def secret_key_file(stack: Any) -> Path:
+    """A file (mode 0600, in the run directory) holding the stack's S3 secret key."""
+    path = Path(stack.config.run_dir) / "s3-secret-key"
+    secret = stack.credentials.secret_key.reveal()
+    if not path.exists() or path.read_text() != secret:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            out.write(secret)
+    return path
+
+
+KAFKA_BOOTSTRAP = "kafka.bootstrap"
+CATALOG_URI = "catalog.uri"
+METRICS_PORT = "metrics_port"
+"""Loader setting keys the stack offers defaults for (the model's dotted names)."""
+
+
+@dataclass(frozen=True)
+class StackDefaults:
+    """The local stack's endpoints and credentials, for settings a configuration leaves unset.
+
+    The broker's address when no ``kafka.bootstrap`` is set; the catalog's, the object
+    store's and its generated credentials when no ``catalog.uri`` is set (a configuration
+    naming another catalog gets nothing of this stack's store); the stack's loader metrics
+    port when no ``metrics_port`` is set. The S3 secret is offered as the file that holds it
+    (``s3_secret_key_file``), so a configuration written back (``icefloe load config``)
+    names the file, never the secret. Implements ``loader.settings.Defaults``.
+
+    Attributes:
+        stack: a `harness.stack.lakehouse.Stack` (or the containers backend's).
+    """
+
+    stack: Any
+    origin: str = "the local stack"
+
+    def values(self, configured: frozenset[str]) -> dict[str, Any]:
+        """Dotted key -> value for the keys the stack can fill that ``configured`` lacks."""
+        stack = self.stack
+        out: dict[str, Any] = {}
+        if KAFKA_BOOTSTRAP not in configured:
+            out[KAFKA_BOOTSTRAP] = stack.bootstrap_servers
+        if CATALOG_URI not in configured:
+            out.update(
+                {
+                    CATALOG_URI: stack.catalog_uri,
+                    "catalog.warehouse": f"s3://{keys.WAREHOUSE_BUCKET}/",
+                    "catalog.s3_endpoint": stack.s3_endpoint,
+                    "catalog.s3_access_key": stack.credentials.access_key,
+                    "catalog.s3_secret_key_file": str(secret_key_file(stack)),
+                }
+            )
+        if METRICS_PORT not in configured:
+            out[METRICS_PORT] = stack.config.loader_metrics_port
+        return {key: value for key, value in out.items() if key not in configured}

@@ -203,6 +203,7 @@ def retention_delete(
     older_than: dt.timedelta,
     column: str = "timestamp",
     now: dt.datetime | None = None,
+    whole_days: bool = False,
 ) -> MaintenanceResult:
     """Delete rows whose ``column`` is older than ``now - older_than`` (the retention DELETE).
 
@@ -212,11 +213,16 @@ def retention_delete(
         older_than: how much history to keep.
         column: a timestamp-with-time-zone column (the reference table's ``timestamp``).
         now: the reference moment (default: the current time, UTC).
+        whole_days: round the cutoff down to midnight UTC. On a table partitioned by
+            ``day(column)`` whole partitions then go, as a metadata-only delete that writes
+            no delete files; up to one day more than ``older_than`` is kept.
 
     Returns:
         The statement and the footprint before and after.
     """
     cutoff = (now or dt.datetime.now(dt.UTC)) - older_than
+    if whole_days:
+        cutoff = cutoff.astimezone(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     literal = cutoff.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
     statement = f"DELETE FROM {_qualified(table)} WHERE {quote(column)} < TIMESTAMP '{literal}'"
     return _run(query, "retention", table, statement)

@@ -1,4 +1,4 @@
-"""Command line: ``icefloe load [run|status] --config FILE [--setting value ...]``.
+"""Command line: ``icefloe load [run|status|config] --config FILE [--setting value ...]``.
 
 ``configure_parser(parser)`` adds the loader's arguments (every non-secret
 setting is a flag, ``--kafka-bootstrap``, with its help line; see
@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from loader.config import LoaderConfig, add_flags, from_args
 from loader.errors import ConcurrentLoader, LoaderError
+from loader.settings import Defaults
 
 __all__ = ["EXIT_NOT_OWNER", "build_parser", "configure_parser", "main", "run"]
 
@@ -37,9 +38,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     parser.add_argument(
         "action",
         nargs="?",
-        choices=("run", "status"),
+        choices=("run", "status", "config"),
         default="run",
-        help="run the loader (default) or print committed offsets, lag and freshness",
+        help="run the loader (default), print committed offsets, lag and freshness, or print "
+        "the configuration as a TOML file (secrets only as their _file names)",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log every batch")
     add_flags(parser.add_argument_group("settings (override the file and the environment)"))
@@ -47,14 +49,18 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
 
 
 def run(
-    args: argparse.Namespace, prepare: Callable[[LoaderConfig], LoaderConfig] | None = None
+    args: argparse.Namespace,
+    prepare: Callable[[LoaderConfig], LoaderConfig] | None = None,
+    defaults: Defaults | None = None,
 ) -> int:
-    """Execute ``load`` or ``load status``.
+    """Execute ``load``, ``load status`` or ``load config``.
 
     Args:
         args: parsed by a parser set up with ``configure_parser``.
         prepare: completes the loaded configuration before the loader runs with it (the
             harness fills in the Spark runtime it provisioned).
+        defaults: values for settings the file, environment and flags leave unset (the
+            harness offers a local stack's endpoints and credentials).
 
     Returns:
         The exit code: 0 on a requested stop, ``EXIT_NOT_OWNER`` (3) when another loader owns
@@ -67,17 +73,20 @@ def run(
     for noisy in ("py4j", "py4j.clientserver", "py4j.java_gateway"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
-        config = from_args(args)
+        config = from_args(args, defaults=defaults)
         if args.action == "status":
             from loader.status import format_status, read_status
 
             print(format_status(read_status(config)))
             return 0
+        if prepare is not None:
+            config = prepare(config)
+        if args.action == "config":
+            print(config.to_toml(), end="")
+            return 0
         from loader.job import LoaderJob
         from loader.spark import check_runtime
 
-        if prepare is not None:
-            config = prepare(config)
         check_runtime(config)
         return LoaderJob(config).run()
     except LoaderError as exc:

@@ -438,6 +438,7 @@ def from_args(
     *,
     env: Mapping[str, str] | None = None,
     path: str | os.PathLike[str] | None = None,
+    defaults: settings.Defaults | None = None,
 ) -> LoaderConfig:
     """The configuration a command line names (parsed by a parser set up with ``add_flags``).
 
@@ -445,6 +446,7 @@ def from_args(
         args: the parsed command line: ``--config`` and the setting flags.
         env: the environment (defaults to ``os.environ``).
         path: the TOML file when neither ``--config`` nor ``ICEFLOE_LOADER_CONFIG`` names one.
+        defaults: values for settings no layer sets, from the program running the loader.
 
     Raises:
         ConfigError: the first problem found, naming the setting and where it came from
@@ -453,7 +455,12 @@ def from_args(
     env = os.environ if env is None else env
     source = args.config or env.get(CONFIG_ENV) or path
     values = settings.gather(
-        LoaderConfig, source, env, flag_values(args), ignore_env=frozenset({CONFIG_ENV})
+        LoaderConfig,
+        source,
+        env,
+        flag_values(args),
+        ignore_env=frozenset({CONFIG_ENV}),
+        defaults=defaults,
     )
     config: LoaderConfig = settings.build(LoaderConfig, values)
     return config

@@ -300,7 +300,9 @@ class LoaderJob:
     def _update_lag(self) -> None:
         if self._kafka is None or self.sink is None or self.sink.last_state is None:
             return
-        state = self.sink.last_state
+        # Read afresh: the state the last batch was planned from predates its own commit, so
+        # lag and freshness would stay one batch behind, and never reach 0 on an idle topic.
+        state = self.view.state()
         self.metrics.set_lag(lag(self._kafka.high_watermarks(), state.committed.offsets))
         if state.max_timestamp_ms is not None:
             self.metrics.freshness.set(max(0.0, (now_ms() - state.max_timestamp_ms) / 1000))

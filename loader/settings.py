@@ -13,7 +13,8 @@ fields:
 - a secret also has a ``<key>_file`` form naming a file that holds it;
 - ``to_toml`` writes a configuration back as the file that would load it.
 
-``gather`` layers a TOML file, then the environment, then flags (later layers win), and
+``gather`` layers a TOML file, then the environment, then flags (later layers win), over
+optional ``Defaults`` from the program that runs the loader (the lowest layer), and
 ``build`` validates the result once into the sections. A section checks itself in
 ``__post_init__`` and raises ``Invalid(field, message)``; ``build`` then names the setting and
 the layer its value came from.
@@ -33,7 +34,7 @@ import re
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from loader.errors import ConfigError
 from loader.secret import Secret
@@ -282,6 +283,17 @@ def env_var(cls: type, key: str) -> str:
 # ---------------------------------------------------------------------------
 
 
+class Defaults(Protocol):
+    """Values below the file's: what the program running the loader knows (e.g. a local
+    stack's endpoints). ``values`` gets the keys the file, environment and flags set, and
+    returns dotted key -> value for others; ``origin`` names the layer in messages."""
+
+    @property
+    def origin(self) -> str: ...
+
+    def values(self, configured: frozenset[str]) -> Mapping[str, Any]: ...
+
+
 @dataclass(frozen=True)
 class _Value:
     raw: Any
@@ -313,6 +325,7 @@ def gather(
     flags: Mapping[str, str],
     *,
     ignore_env: frozenset[str] = frozenset(),
+    defaults: Defaults | None = None,
 ) -> dict[str, _Value]:
     """Collect raw values from a TOML file, the environment and flags, later layers winning.
 
@@ -322,6 +335,8 @@ def gather(
         env: the environment; every ``ICEFLOE_LOADER_*`` variable must name a setting.
         flags: dotted key -> text, from the command line.
         ignore_env: ``ICEFLOE_LOADER_*`` variables that are not settings (the file's name).
+        defaults: a layer below the file, from the program that runs the loader: called with
+            the keys the other layers set, it returns values for keys none of them set.
 
     Raises:
         ConfigError: an unreadable file, invalid TOML, an unknown key or variable.
@@ -350,6 +365,11 @@ def gather(
         if k is None or not k.on_command_line:
             raise ConfigError(f"command line: no flag for {key!r}")
         merged[key] = _Value(text, f"flag {k.flag}", 2)
+    if defaults is not None:
+        for key, value in defaults.values(frozenset(merged)).items():
+            if key not in by_key:
+                raise ConfigError(f"unknown setting {key!r} in {defaults.origin}")
+            merged.setdefault(key, _Value(value, defaults.origin, -1))
     return merged
 
 

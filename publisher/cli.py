@@ -16,14 +16,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from publisher.clock import DEFAULT_ANCHOR, ClockConfig
 from publisher.drift import DriftConfig, ExtraFieldSpec
-from publisher.malformations import DEFAULT_MAX_MESSAGE_BYTES, MALFORMATIONS
+from publisher.malformations import DEFAULT_MAX_MESSAGE_BYTES, MALFORMATIONS, resolve_kinds
 from publisher.messages import GenerationConfig, KeySpec, generate
 from publisher.producer import DEFAULT_LEDGER_DIR, Publisher, PublisherConfig, PublishFailed
 
 #: Environment variable consulted for ``--bootstrap`` when the flag is absent.
 BOOTSTRAP_ENV = "ICEFLOE_BOOTSTRAP"
+#: The broker ``python -m publisher`` talks to when neither names one.
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
 def _anchor(text: str) -> dt.datetime:
@@ -63,6 +67,17 @@ def _partitions(text: str) -> tuple[int, ...]:
         ) from exc
 
 
+class _RenamedPartitions(argparse.Action):
+    """``--partitions`` read like a partition count and was not one: point to the right flags."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option: Any = None) -> None:
+        parser.error(
+            "--partitions is now --partition-ids (partition numbers to send to, e.g. 0,2); "
+            "to create a topic with N partitions use `icefloe topic create TOPIC --partitions N` "
+            "or `--create-topic N`"
+        )
+
+
 def _fraction(text: str) -> float:
     value = float(text)
     if not 0.0 <= value <= 1.0:
@@ -89,10 +104,16 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     target = parser.add_argument_group("target")
     target.add_argument(
         "--bootstrap",
-        default=os.environ.get(BOOTSTRAP_ENV, "127.0.0.1:9092"),
-        help=f"Kafka bootstrap servers (default: ${BOOTSTRAP_ENV} or 127.0.0.1:9092)",
+        default=None,
+        help=f"Kafka bootstrap servers (default: ${BOOTSTRAP_ENV}, else the local stack's broker)",
     )
     target.add_argument("--topic", help="topic to publish to (required unless --dry-run)")
+    target.add_argument(
+        "--create-topic",
+        type=int,
+        metavar="PARTITIONS",
+        help="create the topic with this many partitions if it does not exist",
+    )
     target.add_argument(
         "--dry-run",
         action="store_true",
@@ -136,7 +157,15 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         default=KeySpec(),
         help="none | event-id | random:N | fixed:VALUE (default: none)",
     )
-    content.add_argument("--partitions", type=_partitions, help="spread over these partitions")
+    content.add_argument(
+        "--partition-ids",
+        type=_partitions,
+        metavar="0,1,...",
+        help="send only to these partition numbers, e.g. 0,2 (default: the key decides)",
+    )
+    content.add_argument(
+        "--partitions", action=_RenamedPartitions, help=argparse.SUPPRESS, metavar="IDS"
+    )
     content.add_argument(
         "--headers", action="store_true", help="attach icefloe-event-id/icefloe-kind headers"
     )
@@ -242,7 +271,7 @@ def generation_config(args: argparse.Namespace) -> GenerationConfig:
         schema=_schema(args),
         rows=SchemaRowsConfig(null_fraction=args.null_fraction),
         key=args.key,
-        partitions=args.partitions,
+        partitions=args.partition_ids,
         malformed_fraction=args.malformed_fraction,
         malformed_kinds=args.malformed_kinds,
         max_message_bytes=args.max_message_bytes,
@@ -282,15 +311,38 @@ def _dry_run(generation: GenerationConfig, count: int | None) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
+def _check_topic(bootstrap: str, args: argparse.Namespace) -> str | None:
+    """None if the topic can take the run (creating it if asked), else what is wrong."""
+    from publisher.topics import TopicMissing, create_topic, require_topic
+
+    try:
+        partitions = require_topic(bootstrap, args.topic)
+    except TopicMissing as missing:
+        if args.create_topic is None:
+            return str(missing)
+        create_topic(bootstrap, args.topic, args.create_topic)
+        print(f"created topic {args.topic} ({args.create_topic} partitions)", file=sys.stderr)
+        partitions = args.create_topic
+    beyond = sorted(p for p in args.partition_ids or () if p >= partitions)
+    if beyond:
+        return (
+            f"topic {args.topic!r} has {partitions} partition(s), numbered 0-{partitions - 1}; "
+            f"--partition-ids names {', '.join(map(str, beyond))}"
+        )
+    return None
+
+
+def run(args: argparse.Namespace, default_bootstrap: str = DEFAULT_BOOTSTRAP) -> int:
     """Execute a parsed ``publish`` command.
 
     Args:
         args: Arguments parsed by a parser set up with :func:`configure_parser`.
+        default_bootstrap: The broker when neither ``--bootstrap`` nor ``$ICEFLOE_BOOTSTRAP``
+            names one (``icefloe publish`` passes the local stack's).
 
     Returns:
         Process exit code: 0 on success, 1 if any message failed to deliver,
-        2 for invalid options.
+        2 for invalid options or a topic that does not exist (and was not to be created).
     """
     if args.list_malformations:
         _print_catalog()
@@ -301,6 +353,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         generation = generation_config(args).resolved()
+        if generation.malformed_fraction > 0:  # unknown names fail here, before any broker
+            resolve_kinds(generation.malformed_kinds, generation.table_schema())
     except (ValueError, OSError) as exc:
         print(f"publish: {exc}", file=sys.stderr)
         return 2
@@ -308,6 +362,15 @@ def run(args: argparse.Namespace) -> int:
         return _dry_run(generation, count if count is not None else 10)
     if not args.topic:
         print("publish: --topic is required", file=sys.stderr)
+        return 2
+    bootstrap = args.bootstrap or os.environ.get(BOOTSTRAP_ENV) or default_bootstrap
+    try:
+        problem = _check_topic(bootstrap, args)
+    except KafkaException as exc:
+        print(f"publish: cannot reach Kafka at {bootstrap}: {exc}", file=sys.stderr)
+        return 1
+    if problem is not None:
+        print(f"publish: {problem}", file=sys.stderr)
         return 2
     config = PublisherConfig(
         generation=generation,
@@ -318,7 +381,7 @@ def run(args: argparse.Namespace) -> int:
         producer_overrides=dict(args.producer_config),
         progress=False if args.no_progress else None,
     )
-    publisher = Publisher(args.bootstrap, args.topic, config)
+    publisher = Publisher(bootstrap, args.topic, config)
     try:
         result = publisher.publish(
             count, rate=args.rate, duration=args.duration, ledger_path=args.ledger

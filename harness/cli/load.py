@@ -1,9 +1,14 @@
 """`icefloe load [run|status]`: the loader's own command line, on the provisioned Spark runtime.
 
-The flags, the configuration file and the environment are the loader's (`loader.cli`); the one
-thing the harness adds is the Spark jars and Java home `icefloe provision` fetched, wherever the
-configuration names none. `python -m loader` is the same command without that help: there the
-configuration (or spark-submit) must name the jars.
+The flags, the configuration file and the environment are the loader's (`loader.cli`); the
+harness adds what it knows, wherever the configuration names nothing: the local stack's broker,
+catalog, object store and generated credentials (`harness.loader_config.StackDefaults`), and the
+Spark jars and Java home `icefloe provision` fetched. So on the local stack
+
+    icefloe load --table lake.demo.events --kafka-topics events
+
+needs no file. `python -m loader` is the same command without that help: there the
+configuration (or spark-submit) must name the endpoints and the jars.
 """
 
 from __future__ import annotations
@@ -11,7 +16,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.stack import config as stack_config
 from loader import cli as loader_cli
 
 
@@ -28,8 +32,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the loader with the provisioned Spark runtime filled in."""
-    from harness.loader_config import with_provisioned_spark
+    """Run the loader with the stack's endpoints and the provisioned Spark runtime filled in."""
+    from harness.cli.stack import open_stack
+    from harness.loader_config import StackDefaults, with_provisioned_spark
 
-    cache = stack_config.load(args.stack_config).cache_dir
-    return loader_cli.run(args, prepare=lambda config: with_provisioned_spark(config, cache))
+    stack = open_stack(args)
+    cache = stack.config.cache_dir
+    return loader_cli.run(
+        args,
+        prepare=lambda config: with_provisioned_spark(config, cache),
+        defaults=StackDefaults(stack),
+    )

@@ -4,7 +4,13 @@
     icefloe stop|start|kill|pause|resume|restart SERVICE       (fault hooks, cli/stack.py)
     icefloe demo                                               (cli/demo.py)
     icefloe load ...      the loader, with the provisioned Spark runtime (cli/load.py)
-    icefloe publish ...   the synthetic publisher                (publisher/cli.py)
+    icefloe loader start|stop|kill|freeze|thaw|status|logs   background loaders (cli/loader.py)
+    icefloe publish ...   the synthetic publisher                (cli/publish.py, publisher/cli.py)
+    icefloe topic create|list|describe|grow|read|delete        (cli/topic.py)
+    icefloe table create|drop|show                             (cli/table.py)
+    icefloe maintain optimize|expire-snapshots|remove-orphans|retention TABLE (cli/maintain.py)
+    icefloe verify TABLE --topic T   the table against the publisher's ledgers (cli/verify.py)
+    icefloe workshop check N | reset | pictures  the workshop's checks (cli/workshop.py)
     icefloe scenario ...  list and run scenarios                 (scenarios/cli.py)
     icefloe images ... | compose ...   the container path        (containers/)
 
@@ -21,12 +27,22 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.cli import demo, load, stack
+from harness.cli import (
+    demo,
+    load,
+    loader,
+    maintain,
+    publish,
+    stack,
+    table,
+    topic,
+    verify,
+    workshop,
+)
 from harness.console import say
 from harness.containers import compose, images_cli
 from harness.scenarios import cli as scenario_cli
 from harness.stack.backends import BACKENDS
-from publisher import cli as publisher_cli
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
     stack.add_parsers(sub)
     demo.add_parser(sub)
     load.add_parser(sub)
-    publisher_cli.add_parser(sub)
+    loader.add_parser(sub)
+    publish.add_parser(sub)
+    topic.add_parser(sub)
+    table.add_parser(sub)
+    maintain.add_parser(sub)
+    verify.add_parser(sub)
+    workshop.add_parser(sub)
     scenario_cli.add_parser(sub)
     images_cli.add_parser(sub)
     compose.add_parser(sub)

@@ -44,6 +44,7 @@ class StackConfig:
     minio_console_port: int = 9001
     catalog_port: int = 8181
     trino_port: int = 8080
+    loader_metrics_port: int = 9400  # `icefloe load` and `icefloe loader` on this stack
     kafka_heap: str = "512m"
     catalog_heap: str = "384m"
     trino_heap: str = "1280m"

@@ -437,3 +437,63 @@ def test_without_jars_and_outside_spark_submit_the_session_says_what_to_set(
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     with pytest.raises(ConfigError, match=r"\[spark\] jars.*ICEFLOE_LOADER_SPARK_JARS"):
         session(load(tmp_path))
+
+
+class _Offered:
+    """A ``Defaults`` layer that offers fixed values and records what it was told."""
+
+    origin = "the test's stack"
+
+    def __init__(self, offered: dict[str, object]) -> None:
+        self.offered = offered
+        self.configured: frozenset[str] = frozenset()
+
+    def values(self, configured: frozenset[str]) -> dict[str, object]:
+        self.configured = configured
+        return self.offered
+
+
+def test_defaults_fill_only_what_no_layer_sets(tmp_path: Path) -> None:
+    from loader.config import from_args
+
+    offered = _Offered(
+        {
+            "kafka.bootstrap": "stack:9092",
+            "catalog.uri": "http://stack:8181",
+            "catalog.s3_secret_key": "from-the-stack",
+            "trigger_interval": "9s",
+        }
+    )
+    args = build_parser().parse_args(
+        ["--table", "lake.s.t", "--kafka-topics", "t", "--trigger-interval", "2s"]
+    )
+    cfg = from_args(args, env={}, defaults=offered)
+    assert offered.configured == {"table", "kafka.topics", "trigger_interval"}
+    assert cfg.kafka.bootstrap == "stack:9092"
+    assert cfg.catalog.uri == "http://stack:8181"
+    assert cfg.catalog.s3_secret_key == Secret("from-the-stack")
+    assert cfg.trigger_interval == 2.0  # the flag wins over the default layer
+    secret = write(tmp_path, "from-a-file", "s3")
+    file_cfg = from_args(
+        args, env={"ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY_FILE": str(secret)}, defaults=offered
+    )
+    assert file_cfg.catalog.s3_secret_key == Secret("from-a-file")
+
+
+def test_a_default_for_an_unknown_setting_is_an_error() -> None:
+    from loader.config import from_args
+
+    args = build_parser().parse_args(["--table", "lake.s.t", "--kafka-topics", "t"])
+    with pytest.raises(ConfigError, match=r"unknown setting 'kafka\.bootstrp' in the test's stack"):
+        from_args(args, env={}, defaults=_Offered({"kafka.bootstrp": "x"}))
+
+
+def test_config_action_prints_a_file_that_loads_back(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from loader.cli import run
+
+    path = write(tmp_path, MINIMAL)
+    assert run(build_parser().parse_args(["config", "--config", str(path)])) == 0
+    printed = write(tmp_path, capsys.readouterr().out, "printed.toml")
+    assert load_config(printed, env={}) == load_config(path, env={})

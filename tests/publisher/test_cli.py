@@ -18,7 +18,7 @@ def test_add_parser_wires_publish_into_an_entry_point() -> None:
     cli.add_parser(sub)
     args = parser.parse_args(
         ["publish", "--topic", "t", "--count", "5", "--seed", "3", "--key", "random:4",
-         "--partitions", "0,2", "--malformed-fraction", "0.5",
+         "--partition-ids", "0,2", "--malformed-fraction", "0.5",
          "--malformed-kinds", "tombstone,oversized", "--extra-field", "x=long", "--envelope"]
     )  # fmt: skip
     assert args.func is cli.run and args.count == 5
@@ -100,3 +100,13 @@ def test_python_dash_m_runs_standalone() -> None:
         timeout=60,
     )
     assert len(done.stdout.splitlines()) == 1
+
+
+def test_partitions_is_refused_with_the_names_that_replace_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.build_parser().parse_args(["--topic", "t", "--count", "1", "--partitions", "2"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--partition-ids" in err and "icefloe topic create" in err

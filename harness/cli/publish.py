@@ -1,0 +1,27 @@
+"""`icefloe publish ...`: the publisher's own command line, aimed at the local stack's broker.
+
+The flags are the publisher's (`publisher.cli`); the one thing the harness adds is the broker:
+without `--bootstrap` or `$ICEFLOE_BOOTSTRAP`, messages go to the stack this run directory and
+these ports describe. `python -m publisher` is the same command without the stack.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from publisher import cli as publisher_cli
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``publish`` on the entry point's sub-parsers."""
+    parser = publisher_cli.add_parser(subparsers)
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Publish to the stack's broker unless the command line names another."""
+    from harness.cli.stack import open_stack
+
+    return publisher_cli.run(args, default_bootstrap=open_stack(args).bootstrap_servers)

@@ -1,0 +1,49 @@
+"""The local stack as the loader configuration's lowest layer, and `icefloe maintain`'s flags."""
+
+from __future__ import annotations
+
+import datetime as dt
+import stat
+from pathlib import Path
+from types import SimpleNamespace
+
+from harness.cli.main import build_parser
+from harness.loader_config import StackDefaults
+from loader.secret import Secret
+
+
+def _stack(tmp_path: Path) -> SimpleNamespace:
+    return SimpleNamespace(
+        bootstrap_servers="127.0.0.1:59092",
+        catalog_uri="http://127.0.0.1:58181",
+        s3_endpoint="http://127.0.0.1:59000",
+        credentials=SimpleNamespace(access_key="icefloe-ab", secret_key=Secret("s3cr3t")),
+        config=SimpleNamespace(run_dir=tmp_path, loader_metrics_port=59400),
+    )
+
+
+def test_the_stack_fills_what_is_not_configured(tmp_path: Path) -> None:
+    offered = StackDefaults(_stack(tmp_path)).values(frozenset({"table", "kafka.topics"}))
+    assert offered["kafka.bootstrap"] == "127.0.0.1:59092"
+    assert offered["catalog.uri"] == "http://127.0.0.1:58181"
+    assert offered["metrics_port"] == 59400
+    secret_file = Path(offered["catalog.s3_secret_key_file"])
+    assert secret_file.read_text() == "s3cr3t"
+    assert stat.S_IMODE(secret_file.stat().st_mode) == 0o600
+    assert "s3cr3t" not in repr(offered)
+
+
+def test_a_configured_catalog_gets_nothing_of_the_stacks_store(tmp_path: Path) -> None:
+    configured = frozenset({"kafka.bootstrap", "catalog.uri", "metrics_port"})
+    assert StackDefaults(_stack(tmp_path)).values(configured) == {}
+
+
+def test_maintain_reads_durations_and_keeps_zero() -> None:
+    args = build_parser().parse_args(
+        ["maintain", "expire-snapshots", "lake.s.t", "--older-than", "0s"]
+    )
+    assert args.older_than == dt.timedelta(0)
+    args = build_parser().parse_args(["maintain", "retention", "lake.s.t", "--older-than", "30d"])
+    assert args.older_than == dt.timedelta(days=30) and not args.exact
+    default = build_parser().parse_args(["maintain", "remove-orphans", "lake.s.t"])
+    assert default.older_than is None  # the operation's own default (7 d) applies
