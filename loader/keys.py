@@ -60,6 +60,12 @@ TABLE_INSTANCE = "icefloe.loader.instance"
 TABLE_LEASE_EXPIRES_MS = "icefloe.loader.lease-expires-ms"
 """Until when (epoch milliseconds) ``TABLE_OWNER`` holds the lease."""
 
+TABLE_OFFSETS = "icefloe.loader.offsets"
+"""The offsets of the last published batch (``OFFSETS``'s encoding), set in the same catalog
+commit that publishes the batch. Snapshot expiry can remove every snapshot that carries
+offsets in its summary; it never touches table properties, so a loader starting after an
+expiry still knows where the table's data ends."""
+
 WAP_ENABLED = "write.wap.enabled"
 """Iceberg table property that lets a Spark write stage its snapshot instead of committing
 it to main (set by the loader when it takes a table over)."""

@@ -13,7 +13,10 @@ parents rather than sorting by time matters: after a rollback the current
 lineage, not the newest timestamp, is the truth.  Snapshots of others
 (compaction ``replace``, row-level ``delete``/``overwrite``, a human's INSERT)
 carry no offsets and are skipped; snapshots removed by ``expire_snapshots``
-simply end the walk early, which ``Committed.history_truncated`` reports.
+simply end the walk early.  Then ``table_committed`` takes the offsets the
+publishing commit also wrote into a table property (``keys.TABLE_OFFSETS``),
+which expiry does not touch; only when that is missing too (a table loaded
+without fencing) is the walk's end reported as ``Committed.history_truncated``.
 
 Ownership and fencing (the "two loaders" guard): the table property lease
 (``keys.TABLE_OWNER``, ``keys.TABLE_INSTANCE``, ``keys.TABLE_LEASE_EXPIRES_MS``) names the
@@ -54,6 +57,7 @@ __all__ = [
     "live_foreign_lease",
     "plan_batch",
     "summary_properties",
+    "table_committed",
 ]
 
 Offsets = dict[str, dict[int, int]]
@@ -136,9 +140,12 @@ class Committed:
         loader_id: the loader that committed it, or ``None``.
         batch_id: its Spark batch id, or ``None``.
         history_truncated: the walk ended at a snapshot whose parent is gone
-            (expired) without finding offsets: "nothing committed" cannot be
-            told apart from "history expired", so do not treat it as a fresh
-            table (fall back to the Spark checkpoint, and warn).
+            (expired) without finding offsets, and no offsets property stands in:
+            "nothing committed" cannot be told apart from "history expired", so
+            do not treat it as a fresh table (fall back to the Spark checkpoint,
+            and warn).
+        from_properties: the offsets come from the table property
+            ``keys.TABLE_OFFSETS`` because expiry removed every loader snapshot.
     """
 
     offsets: Offsets = field(default_factory=dict)
@@ -146,11 +153,12 @@ class Committed:
     loader_id: str | None = None
     batch_id: int | None = None
     history_truncated: bool = False
+    from_properties: bool = False
 
     @property
     def found(self) -> bool:
-        """True when an icefloe snapshot was found."""
-        return self.snapshot_id is not None
+        """True when the table says what was loaded (a loader snapshot or the property)."""
+        return self.snapshot_id is not None or self.from_properties
 
 
 def committed_offsets(
@@ -193,6 +201,30 @@ def committed_offsets(
             return Committed()
         current = by_id.get(parent)
     return Committed(history_truncated=True)
+
+
+def table_committed(
+    snapshots: Sequence[SnapshotInfo | tuple[int, int | None, int, Mapping[str, str]]],
+    properties: Mapping[str, str],
+) -> Committed:
+    """The table's committed offsets: from its lineage, else from its offsets property.
+
+    The lineage is the truth while it reaches a loader snapshot (after a rollback it is
+    older than the property). When expiry cut it short, the property written by the
+    last publishing commit says where the table's data ends.
+
+    Args:
+        snapshots: as for ``committed_offsets``, the current snapshot first.
+        properties: the table's properties.
+
+    Raises:
+        InvalidOffsets: the offsets found are unreadable.
+    """
+    committed = committed_offsets(snapshots)
+    text = properties.get(keys.TABLE_OFFSETS)
+    if not committed.history_truncated or text is None:
+        return committed
+    return Committed(offsets=decode_offsets(text), from_properties=True)
 
 
 class OffsetRange(NamedTuple):

@@ -2,7 +2,7 @@
 
 The driver reads table metadata through pyiceberg on the same REST catalog
 Spark writes through, so every micro-batch starts from a fresh view: the
-current schema, the snapshot lineage (``offsets.committed_offsets``), the
+current schema, the snapshot lineage (``offsets.table_committed``), the
 lease (table properties) and the snapshot main points at.
 
 Writing rows goes through Spark, which only *stages* a batch's snapshot
@@ -33,9 +33,9 @@ from loader.offsets import (
     SnapshotInfo,
     check_lease,
     check_owner,
-    committed_offsets,
     lease_from_properties,
     lease_properties,
+    table_committed,
 )
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ class TableView:
                 )
                 for s in ordered
             ]
-        committed = committed_offsets(infos)
+        committed = table_committed(infos, table.properties)
         summary: Mapping[str, str] = {}
         if committed.snapshot_id is not None:
             summary = next(i.summary for i in infos if i.snapshot_id == committed.snapshot_id)
@@ -258,7 +258,10 @@ class TableView:
             raise LoaderError(f"the batch's write staged no snapshot under {wap_id!r}")
         if staged.parent_snapshot_id != planned:
             raise MainMoved(f"staged on {staged.parent_snapshot_id}, planned from {planned}")
-        lease = lease_properties(self.config.loader_id, instance, now_ms(), ttl_ms)
+        properties = lease_properties(self.config.loader_id, instance, now_ms(), ttl_ms)
+        offsets = staged.summary.additional_properties.get(keys.OFFSETS) if staged.summary else None
+        if offsets is not None:  # outlives the snapshot's expiry (see keys.TABLE_OFFSETS)
+            properties[keys.TABLE_OFFSETS] = offsets
         try:
             self.catalog().commit_table(
                 table,
@@ -267,7 +270,7 @@ class TableView:
                     SetSnapshotRefUpdate(  # type: ignore[call-arg]  # pydantic field aliases
                         ref_name="main", type=SnapshotRefType.BRANCH, snapshot_id=staged.snapshot_id
                     ),
-                    SetPropertiesUpdate(updates=lease),
+                    SetPropertiesUpdate(updates=properties),
                 ),
             )
         except CommitFailedException as exc:

@@ -22,6 +22,7 @@ from loader.offsets import (
     live_foreign_lease,
     plan_batch,
     summary_properties,
+    table_committed,
 )
 
 
@@ -305,3 +306,35 @@ def test_fenced_survives_pickling() -> None:
     error = Fenced("lake.s.t", "L1", Lease("L2", 5, "p2"))
     again = pickle.loads(pickle.dumps(error))
     assert (again.owner, again.me, str(again)) == ("L2", "L1", str(error))
+
+
+# --- offsets that outlive snapshot expiry ------------------------------------------------
+
+
+def test_expired_lineage_takes_the_offsets_property() -> None:
+    # Compaction then expiry: main's only snapshot is a rewrite whose parent is gone.
+    properties = {keys.TABLE_OFFSETS: encode_offsets({"t": {0: 70, 1: 12}})}
+    committed = table_committed([foreign(9, 8, "replace")], properties)
+    assert committed.offsets == {"t": {0: 70, 1: 12}}
+    assert (committed.found, committed.from_properties, committed.history_truncated) == (
+        True,
+        True,
+        False,
+    )
+
+
+def test_the_lineage_wins_over_the_property_when_it_reaches_a_loader_snapshot() -> None:
+    # After a rollback of main the lineage is older than the property, and right.
+    properties = {keys.TABLE_OFFSETS: encode_offsets({"t": {0: 90}})}
+    committed = table_committed([foreign(9, 8, "replace"), ours(8, 7, {"t": {0: 80}})], properties)
+    assert (committed.offsets, committed.from_properties) == ({"t": {0: 80}}, False)
+
+
+def test_without_the_property_an_expired_lineage_stays_truncated() -> None:
+    committed = table_committed([foreign(9, 8, "replace")], {})
+    assert (committed.found, committed.history_truncated) == (False, True)
+
+
+def test_an_unreadable_offsets_property_stops_the_loader() -> None:
+    with pytest.raises(InvalidOffsets):
+        table_committed([foreign(9, 8, "replace")], {keys.TABLE_OFFSETS: '{"t": {"0": -1}}'})
