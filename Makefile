@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help venv provision up down status demo test test-unit lint format bench clean clean-cache \
+.PHONY: help venv provision up down status demo test test-unit soak lint format bench clean clean-cache \
 	container-engine images compose-up compose-down test-containers
 
 help: ## list the targets
@@ -42,6 +42,10 @@ test: provision ## unit, integration and scenario tests on the real stack
 test-unit: venv ## fast tests only: no services
 	$(BIN)/pytest -m "not integration and not scenario and not slow" $(PYTEST_ARGS)
 
+MINUTES ?= 60
+soak: up ## generated fault schedules against one world for MINUTES (default 60), then a report
+	$(BIN)/icefloe soak --minutes $(MINUTES)
+
 container-engine: ## install podman, runc, debootstrap and docker-compose from Debian (apt)
 	bash containers/install-engine.sh
 
@@ -57,7 +61,7 @@ compose-down: ## stop and remove the compose stack's containers (state stays in 
 CONTAINER_SCENARIOS ?= exactly_once_kill9 or malformed_dead_letter or add_column or drop_column
 test-containers: images ## container tests, integration tests and scenarios 01 02 04 05 on containers
 	$(BIN)/pytest --backend containers -m "(integration or scenario) and not slow" \
-		-k "not test_scenario or $(CONTAINER_SCENARIOS)" $(PYTEST_ARGS)
+		-k "(not test_scenario and not test_generated) or $(CONTAINER_SCENARIOS)" $(PYTEST_ARGS)
 
 lint: venv ## ruff and mypy
 	$(BIN)/ruff check .

@@ -28,7 +28,9 @@ __all__ = [
     "footprint",
     "optimize",
     "remove_orphan_files",
+    "retention_cutoff",
     "retention_delete",
+    "timestamp_literal",
 ]
 
 Query = Callable[[str, Mapping[str, str] | None], list[Any]]
@@ -195,13 +197,30 @@ def remove_orphan_files(query: Query, table: str, *, retention: dt.timedelta) ->
     return _run(query, "remove_orphan_files", table, statement, session)
 
 
+def retention_cutoff(
+    older_than: dt.timedelta, *, now: dt.datetime | None = None, day_boundary: bool = False
+) -> dt.datetime:
+    """The moment before which rows go: ``now - older_than`` (at midnight UTC of that day when
+    ``day_boundary``, so whole ``day(timestamp)`` partitions go)."""
+    cutoff = ((now or dt.datetime.now(dt.UTC)) - older_than).astimezone(dt.UTC)
+    if day_boundary:
+        cutoff = dt.datetime(cutoff.year, cutoff.month, cutoff.day, tzinfo=dt.UTC)
+    return cutoff
+
+
+def timestamp_literal(moment: dt.datetime) -> str:
+    """A Trino ``TIMESTAMP '...'`` literal (with time zone) for an aware time."""
+    return f"TIMESTAMP '{moment.astimezone(dt.UTC).strftime('%Y-%m-%d %H:%M:%S.%f UTC')}'"
+
+
 def retention_delete(
     query: Query,
     table: str,
     *,
-    older_than: dt.timedelta,
+    older_than: dt.timedelta | None = None,
     column: str = "timestamp",
     now: dt.datetime | None = None,
+    cutoff: dt.datetime | None = None,
 ) -> MaintenanceResult:
     """Delete rows whose ``column`` is older than ``now - older_than`` (the retention DELETE).
 
@@ -211,11 +230,19 @@ def retention_delete(
         older_than: how much history to keep.
         column: a timestamp-with-time-zone column (the reference table's ``timestamp``).
         now: the reference moment (default: the current time, UTC).
+        cutoff: the moment itself, instead of ``older_than`` (see :func:`retention_cutoff`).
 
     Returns:
         The statement and the footprint before and after.
+
+    Raises:
+        ValueError: neither ``older_than`` nor ``cutoff`` given.
     """
-    cutoff = (now or dt.datetime.now(dt.UTC)) - older_than
-    literal = cutoff.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
-    statement = f"DELETE FROM {_qualified(table)} WHERE {quote(column)} < TIMESTAMP '{literal}'"
+    if cutoff is None:
+        if older_than is None:
+            raise ValueError("give older_than or cutoff")
+        cutoff = retention_cutoff(older_than, now=now)
+    statement = (
+        f"DELETE FROM {_qualified(table)} WHERE {quote(column)} < {timestamp_literal(cutoff)}"
+    )
     return _run(query, "retention", table, statement)

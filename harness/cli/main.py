@@ -5,7 +5,8 @@
     icefloe demo                                               (cli/demo.py)
     icefloe load ...      the loader, with the provisioned Spark runtime (cli/load.py)
     icefloe publish ...   the synthetic publisher                (publisher/cli.py)
-    icefloe scenario ...  list and run scenarios                 (scenarios/cli.py)
+    icefloe scenario ...  list, run, check and generate scenarios (scenarios/cli.py)
+    icefloe soak ...      generated fault schedules for N minutes (scenarios/cli.py)
     icefloe images ... | compose ...   the container path        (containers/)
 
 Every command that opens the stack takes ``--backend local|containers`` (default:
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     load.add_parser(sub)
     publisher_cli.add_parser(sub)
     scenario_cli.add_parser(sub)
+    scenario_cli.add_soak_parser(sub)
     images_cli.add_parser(sub)
     compose.add_parser(sub)
     for command in sub.choices.values():
