@@ -82,6 +82,8 @@ class Profile:
         await_timeout_s: How long the table may take to catch up after the schedule.
         max_pause_s: Longest service pause.
         services: Services the infra lane may kill or pause.
+        varied: Draw the details of events (restart mode, delays, hold times); a profile made
+            to be shrunk keeps them fixed, so shrinking spends its runs on what matters.
     """
 
     name: str
@@ -96,6 +98,7 @@ class Profile:
     await_timeout_s: float = 420.0
     max_pause_s: int = 60
     services: tuple[str, ...] = ("kafka", "minio", "catalog", "trino")
+    varied: bool = True
 
 
 # A loader's first commit after a start comes 1-3 minutes later on a busy 2-core machine: the
@@ -155,14 +158,16 @@ PROFILES: dict[str, Profile] = {
         "break",
         {
             "loader": Lane(
-                (1, 3), (5, 25), ("kill_now", "kill_commit", "kill_after_commit", "zombie")
+                (1, 3), (15, 15), ("kill_now", "kill_commit", "kill_after_commit", "zombie")
             ),
-            "infra": Lane((0, 1), (5, 30), _INFRA_KINDS),
-            "maintenance": Lane((0, 1), (5, 30), _MAINTENANCE_KINDS),
-            "schema": Lane((0, 1), (5, 30), ("schema",)),
-            "traffic": Lane((0, 2), (2, 15), _TRAFFIC_KINDS),
+            "infra": Lane((0, 1), (10, 10), _INFRA_KINDS),
+            "maintenance": Lane((0, 1), (10, 10), _MAINTENANCE_KINDS),
+            "schema": Lane((0, 1), (10, 10), ("schema",)),
+            "traffic": Lane((0, 2), (5, 5), _TRAFFIC_KINDS),
         },
         max_examples=12,
+        varied=False,
+        monitor_every_s=5.0,
         shrink=True,
         shrink_seconds=3600.0,
         max_pause_s=10,
@@ -176,8 +181,13 @@ def _event(kind: str, params: Any, duration: float = 0.0) -> tuple[str, Any, flo
     return (kind, params, duration)
 
 
-def _loader_event(name: str) -> st.SearchStrategy[tuple[str, Any, float]]:
-    restart = st.sampled_from(["launch", "wait"])
+def _choice(profile: Profile, values: Sequence[Any]) -> st.SearchStrategy[Any]:
+    """One of ``values``; the first only, when the profile keeps details fixed."""
+    return st.sampled_from(list(values)) if profile.varied else st.just(values[0])
+
+
+def _loader_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, Any, float]]:
+    restart = _choice(profile, ["launch", "wait"])
     if name == "kill_now":
         params = st.builds(KillLoaderParams, at=st.just("now"), restart=restart)
         return params.map(lambda p: _event("kill_loader", p))
@@ -186,7 +196,7 @@ def _loader_event(name: str) -> st.SearchStrategy[tuple[str, Any, float]]:
             KillLoaderParams,
             at=st.just("commit"),
             commit_timeout_s=st.just(60.0),
-            max_delay_s=st.sampled_from([0.0, 0.3, 1.0]),
+            max_delay_s=_choice(profile, [0.0, 0.3, 1.0]),
             restart=restart,
         )
         return params.map(lambda p: _event("kill_loader", p))
@@ -202,20 +212,27 @@ def _loader_event(name: str) -> st.SearchStrategy[tuple[str, Any, float]]:
     zombie = st.builds(
         ZombieParams,
         freeze=st.sampled_from(points),
-        run_s=st.sampled_from([2.0, 4.0, 6.0]),
+        run_s=_choice(profile, [4.0, 2.0, 6.0]),
         freeze_timeout_s=st.just(240.0),
         step_down_s=st.just(120.0),
     )
     return zombie.map(lambda p: _event("zombie_loader", p))
 
 
+def _ints(profile: Profile, low: int, high: int, fixed: int) -> st.SearchStrategy[int]:
+    """An integer in [low, high]; ``fixed`` when the profile keeps details fixed."""
+    return st.integers(low, high) if profile.varied else st.just(fixed)
+
+
 def _infra_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, Any, float]]:
     services = st.sampled_from(list(profile.services))
     if name == "pause_service":
-        return st.tuples(services, st.integers(1, profile.max_pause_s)).map(
+        seconds = _ints(profile, 1, profile.max_pause_s, 5)
+        return st.tuples(services, seconds).map(
             lambda t: _event("pause_service", PauseServiceParams(t[0]), float(t[1]))  # type: ignore[arg-type]
         )
-    return st.tuples(services, st.sampled_from(["now", "commit"]), st.integers(0, 15)).map(
+    at = _choice(profile, ["now", "commit"])
+    return st.tuples(services, at, _ints(profile, 0, 15, 5)).map(
         lambda t: _event(
             "kill_service",
             KillServiceParams(t[0], at=t[1], commit_timeout_s=60.0),  # type: ignore[arg-type]
@@ -224,26 +241,28 @@ def _infra_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, An
     )
 
 
-def _maintenance_event(name: str) -> st.SearchStrategy[tuple[str, Any, float]]:
+def _maintenance_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, Any, float]]:
     if name == "optimize":
         return st.just(_event("optimize", OptimizeParams()))
     if name == "expire_snapshots":
-        return st.sampled_from([0.0, 60.0]).map(
+        return _choice(profile, [0.0, 60.0]).map(
             lambda r: _event("expire_snapshots", ExpireParams(retention_s=r, timeout_s=30.0))
         )
     if name == "remove_orphan_files":
         return st.just(_event("remove_orphan_files", OrphansParams(retention_s=300.0)))
-    return st.integers(5, 25).map(
+    return _ints(profile, 5, 25, 10).map(
         lambda d: _event("retention_delete", RetentionParams(older_than_days=float(d)))
     )
 
 
-def _traffic_event(name: str) -> st.SearchStrategy[tuple[str, Any, float]]:
+def _traffic_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, Any, float]]:
     if name == "burst":
-        return st.tuples(st.integers(2, 15), st.sampled_from([0.0, 0.05, 0.1])).map(
+        fraction = _choice(profile, [0.0, 0.05, 0.1])
+        return st.tuples(_ints(profile, 2, 15, 10), fraction).map(
             lambda t: _event("burst", BurstParams(seconds=t[0] / 10, malformed_fraction=t[1]))
         )
-    return st.tuples(st.integers(0, 50), st.integers(20, 100), st.integers(1, 5)).map(
+    parts = (_ints(profile, 0, 50, 20), _ints(profile, 20, 100, 50), _ints(profile, 1, 5, 3))
+    return st.tuples(*parts).map(
         lambda t: _event(
             "malformed_traffic",
             MalformedParams(fraction=t[0] / 100, rate=float(t[1]), seconds=float(t[2])),
@@ -253,13 +272,13 @@ def _traffic_event(name: str) -> st.SearchStrategy[tuple[str, Any, float]]:
 
 def _kind_strategy(lane: str, name: str, profile: Profile) -> st.SearchStrategy[Any]:
     if lane == "loader":
-        return _loader_event(name)
+        return _loader_event(name, profile)
     if lane == "infra":
         return _infra_event(name, profile)
     if lane == "maintenance":
-        return _maintenance_event(name)
+        return _maintenance_event(name, profile)
     if lane == "traffic":
-        return _traffic_event(name)
+        return _traffic_event(name, profile)
     return st.just(_event("add_partitions", AddPartitionsParams(add=1)))
 
 

@@ -1,7 +1,8 @@
 """Playing a fault schedule against a run, with a monitor that checks the invariants live.
 
 :class:`SchedulePlayer` runs each lane of a :class:`~harness.scenarios.schedule.Schedule` in a
-thread of its own: wait for the event's time, inject, hold for its duration, heal. A loader
+thread of its own: wait for the event's time, inject, hold for its duration, heal (a lane
+that runs late keeps the spacing the schedule gave its events). A loader
 event that needs one of the loader's hooks is armed on the loader start that comes before it.
 :class:`Monitor` reads the table (its ids and duplicates), the dead-letter topic and the
 table's commits every few seconds through the run's recording client and judges the reads
@@ -144,15 +145,20 @@ class SchedulePlayer:
 
     def _lane(self, pairs: list[tuple[Any, Fault]]) -> None:
         run = self.run
+        previous_at, previous_end = 0.0, self._t0
         for i, (event, fault) in enumerate(pairs):
-            wait = self._t0 + event.at_s - time.monotonic()
-            if self.stopped.wait(max(0.0, wait)):
+            # An event comes at its time, or - when the lane runs late (a loader start, a
+            # commit awaited) - as long after the previous one ended as the schedule spaced them.
+            due = max(self._t0 + event.at_s, previous_end + event.at_s - previous_at)
+            previous_at = event.at_s
+            if self.stopped.wait(max(0.0, due - time.monotonic())):
                 return
             try:
                 injected = run.inject(fault)
             except Exception:
                 injected = True  # half-injected: it is in the active set, heal it
             if not injected:
+                previous_end = time.monotonic()
                 continue
             self.stopped.wait(event.duration_s)
             if i + 1 < len(pairs):
@@ -160,3 +166,4 @@ class SchedulePlayer:
             # A failed heal is recorded; the fault stays active and is healed again at teardown.
             with contextlib.suppress(Exception):
                 run.heal(fault)
+            previous_end = time.monotonic()
