@@ -153,9 +153,6 @@ def optimize(
 def expire_snapshots(query: Query, table: str, *, retention: dt.timedelta) -> MaintenanceResult:
     """Remove snapshots older than ``retention`` (and files only they reference).
 
-    Trino refuses thresholds below its catalog's minimum (7 d by default); the minimum is
-    lowered for this statement's session only, so the catalog file needs no change.
-
     Args:
         query: runs one statement on Trino.
         table: ``catalog.schema.table``.
@@ -164,13 +161,7 @@ def expire_snapshots(query: Query, table: str, *, retention: dt.timedelta) -> Ma
     Returns:
         The statement and the footprint before and after.
     """
-    threshold = _threshold(retention)
-    statement = (
-        f"ALTER TABLE {_qualified(table)} EXECUTE expire_snapshots"
-        f"(retention_threshold => '{threshold}')"
-    )
-    session = {f"{_catalog(table)}.{EXPIRE_MIN_RETENTION}": threshold}
-    return _run(query, "expire_snapshots", table, statement, session)
+    return _procedure(query, table, "expire_snapshots", EXPIRE_MIN_RETENTION, retention)
 
 
 def remove_orphan_files(query: Query, table: str, *, retention: dt.timedelta) -> MaintenanceResult:
@@ -188,13 +179,23 @@ def remove_orphan_files(query: Query, table: str, *, retention: dt.timedelta) ->
     Returns:
         The statement and the footprint before and after.
     """
+    return _procedure(query, table, "remove_orphan_files", ORPHANS_MIN_RETENTION, retention)
+
+
+def _procedure(
+    query: Query, table: str, procedure: str, minimum: str, retention: dt.timedelta
+) -> MaintenanceResult:
+    """``ALTER TABLE ... EXECUTE <procedure>(retention_threshold => ...)``.
+
+    Trino refuses thresholds below its catalog's minimum (7 d by default); the minimum is
+    lowered for this statement's session only, so the catalog file needs no change.
+    """
     threshold = _threshold(retention)
     statement = (
-        f"ALTER TABLE {_qualified(table)} EXECUTE remove_orphan_files"
-        f"(retention_threshold => '{threshold}')"
+        f"ALTER TABLE {_qualified(table)} EXECUTE {procedure}(retention_threshold => '{threshold}')"
     )
-    session = {f"{_catalog(table)}.{ORPHANS_MIN_RETENTION}": threshold}
-    return _run(query, "remove_orphan_files", table, statement, session)
+    session = {f"{_catalog(table)}.{minimum}": threshold}
+    return _run(query, procedure, table, statement, session)
 
 
 def retention_cutoff(
