@@ -40,7 +40,15 @@ from harness.scenarios.world import Names
 from harness.stack.tables import quote
 from loader import keys
 
-__all__ = ["RunOptions", "RunResult", "judge", "mutate", "run_scenario", "saved_run"]
+__all__ = [
+    "RunOptions",
+    "RunResult",
+    "judge",
+    "mutate",
+    "record_checks",
+    "run_scenario",
+    "saved_run",
+]
 
 
 @dataclass
@@ -168,6 +176,19 @@ def judge(
     return [run_check(c.check, history, ledger, found, c.params) for c in scenario.checks]
 
 
+def record_checks(history: History, checks: list[CheckResult], **extra: Any) -> None:
+    """Record each check's verdict in the history (``check`` events, ok or fail)."""
+    for result in checks:
+        history.record(
+            "check",
+            "ok" if result.ok else "fail",
+            result.check,
+            verdict=result.verdict,
+            summary=result.summary,
+            **extra,
+        )
+
+
 def saved_run(run_dir: Path) -> tuple[Scenario, History, str | None, int]:
     """A finished run read back from its folder: scenario, history, break and seed."""
     saved = json.loads((run_dir / "scenario.json").read_text(encoding="utf-8"))
@@ -267,14 +288,7 @@ class _ScenarioRun:
                     "info", "info", "mutate", mutation=scenario.breaks[self.brk].mutate
                 )
             checks = judge(scenario, run.history, self.run_dir, self.brk)
-            for result in checks:
-                run.history.record(
-                    "check",
-                    "ok" if result.ok else "fail",
-                    result.check,
-                    verdict=result.verdict,
-                    summary=result.summary,
-                )
+            record_checks(run.history, checks)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
             run.history.record("info", "fail", "run", error=error)

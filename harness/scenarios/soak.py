@@ -42,7 +42,7 @@ from harness.scenarios.loaders import LoaderOptions
 from harness.scenarios.model import parse
 from harness.scenarios.params import parse_params
 from harness.scenarios.player import Monitor, SchedulePlayer
-from harness.scenarios.runner import judge
+from harness.scenarios.runner import judge, record_checks
 from harness.scenarios.schedule import Schedule
 from harness.scenarios.steps import perform
 from harness.scenarios.traffic import Workload
@@ -172,12 +172,9 @@ class _Soak:
         scenario = parse(scenario_doc(schedule, self.profile, self.world, name="soak"), name="soak")
         self.checks = judge(scenario, run.history, run.run_dir)
         for result in self.checks:
-            run.history.record(
-                "check",
-                "ok" if result.ok else "fail",
-                result.check,
-                verdict=result.verdict,
-                summary=result.summary,
+            record_checks(
+                run.history,
+                [result],
                 anomalies={n: a.count for n, a in result.anomalies.items()},
                 chapter=self.chapters,
             )
