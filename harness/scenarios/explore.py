@@ -77,6 +77,12 @@ def _anomalies(result: RunResult) -> dict[str, int]:
     return out
 
 
+def _fail(message: str) -> None:
+    # One place raises every failure: Hypothesis tells failures apart by where they were
+    # raised, and a replayed failure raised elsewhere would count as another (flaky) bug.
+    raise AssertionError(message)
+
+
 def write_found(result: RunResult, schedule: Schedule, path: Path, note: str = "") -> Path:
     """Write a failing generated run as a scenario file that plays it again.
 
@@ -159,7 +165,7 @@ def explore(
         if run_seed in failures:
             # Hypothesis runs the smallest failing example once more to report it: that run
             # was made already (a run takes minutes), its outcome stands.
-            raise AssertionError(failures[run_seed])
+            _fail(failures[run_seed])
         doc = scenario_doc(schedule, profile, world, name=f"generated_{profile.name}")
         scenario = parse(doc, name=f"generated_{profile.name}")
         options = RunOptions(seed=run_seed, reports_dir=reports_dir, listener=listener)
@@ -177,7 +183,7 @@ def explore(
             found.smallest, found.smallest_schedule = result, schedule
         lines = "\n".join(report.summary_lines([result]))
         failures[run_seed] = f"{len(schedule.faults)} faults: {lines}"
-        raise AssertionError(failures[run_seed])
+        _fail(failures[run_seed])
 
     if seed is not None:
         one = hypothesis_seed(seed)(one)

@@ -189,3 +189,40 @@ def test_a_saved_run_is_judged_again_from_its_folder(tmp_path: Path) -> None:
     history.record("read", "ok", "table", values=[[ids[0], 2], [ids[1], 1], [ids[2], 1]])
     verdicts = {r.check: r.verdict for r in judge(*saved_run(tmp_path)[:2], tmp_path)}
     assert verdicts["table_matches_ledger"] == "invalid"
+
+
+def test_a_failing_search_is_shrunk_and_written_as_a_scenario_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The search's own mechanics, with a stand-in for the run (a real one takes minutes):
+    a schedule "fails" when it holds a zombie writer; Hypothesis shrinks it and the smallest
+    failing schedule is written as a file that reads back as the same scenario."""
+    import json
+
+    from harness.scenarios import explore as explore_module
+    from harness.scenarios.checkers import CheckResult
+    from harness.scenarios.model import load
+    from harness.scenarios.runner import RunResult
+
+    def run(scenario: Any, stack: Any, options: Any) -> RunResult:
+        broken = "zombie_loader" in json.dumps(scenario.doc, default=str)
+        check = CheckResult("table_matches_ledger", "invalid" if broken else "valid", "")
+        verdict = check.verdict
+        return RunResult(scenario, options.seed, None, [check], verdict, 0.0, [], tmp_path, {})
+
+    class Stack:
+        def healthy(self) -> bool:
+            return True
+
+    monkeypatch.setattr(explore_module, "run_scenario", run)
+    monkeypatch.setattr(explore_module.report, "write_markdown", lambda result: None)
+    found = explore_module.explore(
+        Stack(), PROFILES["break"], found_path=tmp_path / "found.toml", seed=1
+    )
+    assert found.failed and found.smallest_schedule is not None and found.written is not None
+    assert len(found.runs) > 1, (found.hypothesis_error, len(found.runs))  # then shrunk
+    kinds = [e.kind for e in found.smallest_schedule.faults]
+    assert kinds == ["zombie_loader"], (kinds, len(found.runs), found.hypothesis_error)
+    again = load(found.written)
+    assert "zombie_loader" in json.dumps(again.doc, default=str)
+    assert "Replay: icefloe scenario run" in found.written.read_text()

@@ -98,7 +98,8 @@ def perform(run: Any, do: str, raw: Mapping[str, Any] | None = None) -> None:
     Raises:
         harness.scenarios.params.ParamError: Unknown kind or bad parameters.
     """
-    STEPS[do].run(run, parse_step(do, raw or {}, do, ParseContext()))
+    params = parse_step(do, raw or {}, do, ParseContext())  # loads the kinds first
+    STEPS[do].run(run, params)
 
 
 def _load_kinds() -> None:
