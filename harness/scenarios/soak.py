@@ -255,8 +255,11 @@ def soak(
     except AssertionError:
         pass  # recorded in state.failure
     except Exception as exc:
-        result.failure = f"{type(exc).__name__}: {exc}"
-        run.history.record("info", "fail", "soak", error=result.failure)
+        # Hypothesis replays a failed chapter, which returns at once, and calls the failure
+        # flaky: the chapter's own failure is the one to report.
+        if state.failure is None:
+            result.failure = f"{type(exc).__name__}: {exc}"
+            run.history.record("info", "fail", "soak", error=result.failure)
     finally:
         state.monitor.stop()
         stop_sampling.set()
