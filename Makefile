@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: help venv provision up down status demo test test-unit lint format bench clean clean-cache \
+.PHONY: help venv provision up down status demo test test-unit soak lint format bench clean clean-cache \
 	container-engine images compose-up compose-down test-containers
 
 help: ## list the targets
@@ -42,6 +42,10 @@ test: provision ## unit, integration and scenario tests on the real stack
 test-unit: venv ## fast tests only: no services
 	$(BIN)/pytest -m "not integration and not scenario and not slow" $(PYTEST_ARGS)
 
+MINUTES ?= 60
+soak: up ## generated fault schedules against one world for MINUTES (default 60), then a report
+	$(BIN)/icefloe soak --minutes $(MINUTES)
+
 container-engine: ## install podman, runc, debootstrap and docker-compose from Debian (apt)
 	bash containers/install-engine.sh
 
@@ -62,7 +66,7 @@ CONTAINER_TESTS ?= tests/containers tests/harness tests/publisher \
 	tests/loader/test_loader_integration.py tests/scenarios
 test-containers: images ## the backend-dependent tests and scenarios 01 02 04 05 on containers
 	$(BIN)/pytest --backend containers -m "(integration or scenario) and not slow" \
-		-k "not test_scenario or $(CONTAINER_SCENARIOS)" $(CONTAINER_TESTS) $(PYTEST_ARGS)
+		-k "(not test_scenario and not test_generated) or $(CONTAINER_SCENARIOS)" $(CONTAINER_TESTS) $(PYTEST_ARGS)
 
 lint: venv ## ruff and mypy
 	$(BIN)/ruff check .

@@ -10,6 +10,7 @@ starts the loader again, as a supervisor (systemd, Kubernetes) would.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -28,10 +29,12 @@ from loader.faultpoints import (
     KILL_AFTER_COMMIT_ENV,
     PAUSE_AFTER_COMMITS_ENV,
     PAUSE_AT_ENV,
+    PAUSE_DELAY_MS_ENV,
 )
 from loader.settings import from_mapping
 from loader.transforms import Transform
 
+HOOK_ENVS = (KILL_AFTER_COMMIT_ENV, PAUSE_AT_ENV, PAUSE_AFTER_COMMITS_ENV, PAUSE_DELAY_MS_ENV)
 # The S3 secret reaches the loader through its environment, never its file or argv.
 SECRET_ENV = env_var("catalog.s3_secret_key")
 # The loader logs this when its streaming query has started (loader/job.py).
@@ -113,6 +116,11 @@ def loader_config(settings: LoaderSettings, stack: Any, checkpoint: Path) -> Loa
     )
 
 
+def env_hooks(env: Mapping[str, str]) -> dict[str, str]:
+    """The fault-hook variables set in ``env``."""
+    return {k: env[k] for k in HOOK_ENVS if k in env}
+
+
 class LoaderProcess:
     """One scenario's loader, started and stopped by the harness.
 
@@ -150,6 +158,7 @@ class LoaderProcess:
         self._expected_codes: set[int] = set()
         self._seen_pid: int | None = None
         self.starts = 0
+        self.hooks: dict[str, str] = {}
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -157,11 +166,24 @@ class LoaderProcess:
         """Replace the settings used by the next start (e.g. add a dead-letter topic)."""
         self.settings = settings
 
-    def start(self, *, wait: bool = True) -> float:
+    def start(
+        self,
+        *,
+        wait: bool = True,
+        track: bool = False,
+        hooks: Mapping[str, str] | None = None,
+        expect_codes: tuple[int, ...] = (),
+    ) -> float:
         """Start the loader and (by default) wait until its streaming query runs.
 
         Args:
             wait: Wait for the query to start.
+            track: When not waiting, record the start's outcome (``start`` ok or fail) from a
+                background thread once it is known.
+            hooks: Fault-hook variables (``loader.faultpoints``) for this start only, on top
+                of those the settings give the first starts.
+            expect_codes: Exit codes of this start that are no failure (e.g. ``-9`` when a
+                hook makes it kill itself).
 
         Returns:
             Seconds until started (0 when not waiting).
@@ -176,7 +198,7 @@ class LoaderProcess:
             env = dict(os.environ)
             env[SECRET_ENV] = self.stack.credentials.secret_key.reveal()
             env.setdefault("PYTHONUNBUFFERED", "1")
-            for hook in (KILL_AFTER_COMMIT_ENV, PAUSE_AT_ENV, PAUSE_AFTER_COMMITS_ENV):
+            for hook in HOOK_ENVS:
                 env.pop(hook, None)
             self_kill = (
                 self.settings.kill_after_commit is not None
@@ -187,6 +209,7 @@ class LoaderProcess:
             if self.settings.pause_at and self.starts == 0:
                 env[PAUSE_AT_ENV] = self.settings.pause_at
                 env[PAUSE_AFTER_COMMITS_ENV] = str(self.settings.pause_after_commits)
+            env.update(hooks or {})
             mark = self.log_size()
             began = time.monotonic()
             self.history.record(
@@ -200,15 +223,26 @@ class LoaderProcess:
                 pause_at=self.settings.pause_at if self.starts == 0 else None,
                 dead_letter_topic=self.settings.dead_letter_topic,
                 kill_after_commit=self.settings.kill_after_commit if self_kill else None,
+                hooks=dict(hooks) if hooks else None,
             )
             argv = [sys.executable, "-m", "loader", "run", "-v", "--config", str(self.config_file)]
             pid = self.process.start(argv, env, Path.cwd())
             self._expected_exit = False
+            self._expected_codes = set(expect_codes)
+            self.hooks = dict(env_hooks(env))
             self.starts += 1
         self._ensure_watcher()
-        if not wait:
-            return 0.0
-        return self._await_started(mark, began, pid)
+        if wait:
+            return self._await_started(mark, began, pid)
+        if track:
+            threading.Thread(
+                target=self._track_start, args=(mark, began, pid), name="loader-start", daemon=True
+            ).start()
+        return 0.0
+
+    def _track_start(self, mark: int, began: float, pid: int) -> None:
+        with contextlib.suppress(RuntimeError):  # recorded as a failed start
+            self._await_started(mark, began, pid)
 
     def _await_started(self, mark: int, began: float, pid: int) -> float:
         deadline = began + self.start_timeout_s
@@ -217,7 +251,12 @@ class LoaderProcess:
                 took = time.monotonic() - began
                 self.history.record("loader", "ok", "start", pid=pid, seconds=round(took, 2))
                 return took
+            if self.process.started_pid != pid:
+                raise RuntimeError("the loader was started again before it had started")
             if not self.process.is_running():
+                if self._expected_exit:  # killed or stopped by the harness while starting
+                    self.history.record("loader", "info", "start_interrupted", pid=pid)
+                    raise RuntimeError("the loader was stopped while starting")
                 self.history.record("loader", "fail", "start", pid=pid, log=self.log_tail(20))
                 raise RuntimeError(f"loader exited while starting:\n{self.log_tail(20)}")
             time.sleep(0.25)
@@ -260,6 +299,13 @@ class LoaderProcess:
         self.history.record("loader", "info", "frozen", pid=pid)
         return pid
 
+    def thaw(self) -> None:
+        """SIGCONT a frozen loader (it carries on as if nothing happened)."""
+        with self._lock:
+            pid = self.process.pid
+            self.process.resume()
+        self.history.record("loader", "info", "thawed", pid=pid)
+
     def frozen(self) -> bool:
         """Whether the loader is stopped (by ``freeze`` or by its own pause hook)."""
         return self.process.is_paused()
@@ -268,7 +314,8 @@ class LoaderProcess:
         """Thaw a frozen loader that another loader has replaced and wait for it to step down.
 
         An exit with ``EXIT_NOT_OWNER`` (fenced off) is the expected end; any other exit is
-        recorded as unexpected.
+        recorded as unexpected. A loader frozen from outside before its own pause hook fired
+        freezes itself once more when it reaches the hook's point: it is thawed again.
 
         Args:
             timeout_s: How long to wait for the exit before killing it.
@@ -278,12 +325,18 @@ class LoaderProcess:
         """
         with self._lock:
             self._expected_codes = {EXIT_NOT_OWNER}
+            self.restart_on_exit = False  # replaced: it must not come back
             pid = self.process.pid
             self.process.resume()
         self.history.record("loader", "info", "thawed", pid=pid)
-        if not self.process.wait_exit(timeout_s):
-            self.kill()
-            return None
+        deadline = time.monotonic() + timeout_s
+        while not self.process.wait_exit(min(1.0, max(0.0, deadline - time.monotonic()))):
+            if time.monotonic() >= deadline:
+                self.kill()
+                return None
+            if self.process.is_paused():
+                self.process.resume()
+                self.history.record("loader", "info", "thawed", pid=pid, again=True)
         code = self.process.returncode()
         deadline = time.monotonic() + 5
         while self._seen_pid is not None and time.monotonic() < deadline:
@@ -300,6 +353,10 @@ class LoaderProcess:
 
     def is_running(self) -> bool:
         return self.process.is_running()
+
+    def wait_exit(self, timeout_s: float) -> bool:
+        """Wait until the loader has exited; True if it did within ``timeout_s``."""
+        return self.process.wait_exit(timeout_s)
 
     # -- watching -----------------------------------------------------------
 

@@ -28,7 +28,9 @@ __all__ = [
     "footprint",
     "optimize",
     "remove_orphan_files",
+    "retention_cutoff",
     "retention_delete",
+    "timestamp_literal",
 ]
 
 Query = Callable[[str, Mapping[str, str] | None], list[Any]]
@@ -196,14 +198,31 @@ def _procedure(
     return _run(query, procedure, table, statement, session)
 
 
+def retention_cutoff(
+    older_than: dt.timedelta, *, now: dt.datetime | None = None, day_boundary: bool = False
+) -> dt.datetime:
+    """The moment before which rows go: ``now - older_than`` (at midnight UTC of that day when
+    ``day_boundary``, so whole ``day(timestamp)`` partitions go)."""
+    cutoff = ((now or dt.datetime.now(dt.UTC)) - older_than).astimezone(dt.UTC)
+    if day_boundary:
+        cutoff = dt.datetime(cutoff.year, cutoff.month, cutoff.day, tzinfo=dt.UTC)
+    return cutoff
+
+
+def timestamp_literal(moment: dt.datetime) -> str:
+    """A Trino ``TIMESTAMP '...'`` literal (with time zone) for an aware time."""
+    return f"TIMESTAMP '{moment.astimezone(dt.UTC).strftime('%Y-%m-%d %H:%M:%S.%f UTC')}'"
+
+
 def retention_delete(
     query: Query,
     table: str,
     *,
-    older_than: dt.timedelta,
+    older_than: dt.timedelta | None = None,
     column: str = "timestamp",
     now: dt.datetime | None = None,
     whole_days: bool = False,
+    cutoff: dt.datetime | None = None,
 ) -> MaintenanceResult:
     """Delete rows whose ``column`` is older than ``now - older_than`` (the retention DELETE).
 
@@ -216,13 +235,19 @@ def retention_delete(
         whole_days: round the cutoff down to midnight UTC. On a table partitioned by
             ``day(column)`` whole partitions then go, as a metadata-only delete that writes
             no delete files; up to one day more than ``older_than`` is kept.
+        cutoff: the moment itself, instead of ``older_than`` (see :func:`retention_cutoff`).
 
     Returns:
         The statement and the footprint before and after.
+
+    Raises:
+        ValueError: neither ``older_than`` nor ``cutoff`` given.
     """
-    cutoff = (now or dt.datetime.now(dt.UTC)) - older_than
-    if whole_days:
-        cutoff = cutoff.astimezone(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    literal = cutoff.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
-    statement = f"DELETE FROM {_qualified(table)} WHERE {quote(column)} < TIMESTAMP '{literal}'"
+    if cutoff is None:
+        if older_than is None:
+            raise ValueError("give older_than or cutoff")
+        cutoff = retention_cutoff(older_than, now=now, day_boundary=whole_days)
+    statement = (
+        f"DELETE FROM {_qualified(table)} WHERE {quote(column)} < {timestamp_literal(cutoff)}"
+    )
     return _run(query, "retention", table, statement)

@@ -11,7 +11,8 @@
     icefloe maintain optimize|expire-snapshots|remove-orphans|retention TABLE (cli/maintain.py)
     icefloe verify TABLE --topic T   the table against the publisher's ledgers (cli/verify.py)
     icefloe workshop check N | reset | pictures  the workshop's checks (cli/workshop.py)
-    icefloe scenario ...  list and run scenarios                 (scenarios/cli.py)
+    icefloe scenario ...  list, run, check and generate scenarios (scenarios/cli.py)
+    icefloe soak ...      generated fault schedules for N minutes (scenarios/cli.py)
     icefloe images ... | compose ...   the container path        (containers/)
 
 Every command that opens the stack takes ``--backend local|containers`` (default:
@@ -67,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_parser(sub)
     workshop.add_parser(sub)
     scenario_cli.add_parser(sub)
+    scenario_cli.add_soak_parser(sub)
     images_cli.add_parser(sub)
     compose.add_parser(sub)
     for command in sub.choices.values():

@@ -138,8 +138,8 @@ class CheckResult:
         }
 
 
-class _Found:
-    """Collects anomalies while a checker works."""
+class Found:
+    """Collects anomalies while a checker works; ``result`` turns them into a verdict."""
 
     def __init__(self) -> None:
         self.anomalies: dict[str, Anomaly] = {}
@@ -227,7 +227,7 @@ def check_exactly_once(
     valid = _valid(ledger)
     if not valid:
         return CheckResult("exactly_once", UNKNOWN, "no valid message was delivered")
-    found = _Found()
+    found = Found()
     counts = observed.table_counts
     expected = {e.event_id for e in valid}
     for e in valid:
@@ -264,7 +264,7 @@ def check_dead_letter(
     """
     malformed = _malformed(ledger)
     by_source: dict[tuple[str, int, int], list[DeadLetter]] = defaultdict(list)
-    found = _Found()
+    found = Found()
     for letter in observed.dead_letters:
         src = letter.source
         if src is None:
@@ -337,7 +337,7 @@ def check_retention(
     cutoff = int(deletes[-1].data["cutoff_micros"])
     times: Mapping[str, int] = observed.facts["event_times"]
     before = set(observed.reads.get("before_delete", ()))
-    found = _Found()
+    found = Found()
     old = new = 0
     for e in _valid(ledger):
         n = observed.table_counts.get(e.event_id, 0)
@@ -385,7 +385,7 @@ def check_halted(
     for e in malformed:
         first_by_partition.setdefault(e.partition, e)
     exits = [e for e in select(history, "loader", "exit") if not e.data.get("expected")]
-    found = _Found()
+    found = Found()
     if not exits:
         found.add("not_halted", "the loader never stopped")
         return found.result("halted", "", {})
@@ -429,7 +429,7 @@ def check_column_values(
     values: Mapping[str, Any] = observed.reads.get(f"column:{column}", {})
     phases: Mapping[str, Sequence[str]] = observed.facts.get("phases", {})
     valid_ids = {e.event_id for e in _valid(ledger)}
-    found = _Found()
+    found = Found()
     stats: dict[str, Any] = {}
     for phase_list, want_null in (
         (params.get("null_phases", ()), True),
@@ -460,7 +460,7 @@ def check_column_absent(
 ) -> CheckResult:
     """A dropped column is gone from the table (``reads["columns"]``)."""
     columns = list(observed.reads.get("columns", ()))
-    found = _Found()
+    found = Found()
     if not columns:
         return CheckResult("column_absent", UNKNOWN, "the table's columns were not read")
     if params["column"] in columns:
@@ -477,7 +477,7 @@ def check_loader_steady(
     Returns:
         ``invalid`` with ``loader_error`` for each unplanned exit.
     """
-    found = _Found()
+    found = Found()
     for e in select(history, "loader", "exit"):
         if not e.data.get("expected"):
             found.add(
@@ -505,7 +505,7 @@ def check_compaction(
     if not read:
         return CheckResult("compaction", UNKNOWN, "no rewrite snapshot was found")
     before, after = read["before"], read["after"]
-    found = _Found()
+    found = Found()
     if not after["files"] < before["files"]:
         found.add("not_compacted", f"data files {before['files']} -> {after['files']}")
     if list(before["rows"]) != list(after["rows"]):
@@ -535,7 +535,7 @@ def check_partitions_loaded(
     new = {p: es for p, es in per.items() if p >= first}
     if not new:
         return CheckResult("partitions_loaded", UNKNOWN, "no message landed in a new partition")
-    found = _Found()
+    found = Found()
     for es in new.values():
         for e in es:
             if not observed.table_counts.get(e.event_id):
@@ -596,7 +596,7 @@ def check_freshness(
         valid = [e for e in valid if e.event_id in in_phase]
     if trigger is None or not valid:
         return CheckResult("freshness", UNKNOWN, "no loader start or no timestamped messages")
-    found = _Found()
+    found = Found()
     latencies = []
     for e in valid:
         if e.event_id not in seen:
@@ -642,7 +642,7 @@ def check_values(
     expected: Mapping[str, Mapping[str, Any]] = observed.facts.get("expected_rows", {})
     rows: Mapping[str, Mapping[str, Any]] = observed.reads.get("rows", {})
     by_id = {e.event_id: e for e in _valid(ledger)}
-    found = _Found()
+    found = Found()
     compared = 0
     for eid, want in expected.items():
         got = rows.get(eid)
@@ -783,6 +783,7 @@ __all__ = [
     "CheckResult",
     "DeadLetter",
     "Event",
+    "Found",
     "Observed",
     "fault_windows",
     "percentile",

@@ -1,8 +1,11 @@
 """The ``icefloe scenario`` command: list scenarios, run one, some or all, with live progress.
 
     icefloe scenario list [--profile ci|full]
-    icefloe scenario run NAME [NAME ...] | --all  [--profile ci] [--seed N] [--break NAME]
+    icefloe scenario run NAME|FILE [...] | --all  [--profile ci] [--seed N] [--break NAME]
                                                    [--breaks] [--reports DIR] [--keep]
+    icefloe scenario check RUN_DIR [...]      recompute verdicts from a run's folder, offline
+    icefloe scenario generate [--profile ci|break] [--loader KEY=VALUE] [--seed N] [--found F]
+    icefloe soak [--minutes N] [--loader KEY=VALUE] [--seed N]
 
 Each run prints its seed first (replay with ``--seed``), then one line per history event,
 then a summary. Reports go under ``reports/``: a Markdown report and the history per run,
@@ -16,9 +19,12 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
+
 from harness.console import print_table, say
 
 _QUIET = {"step"}  # step boundaries are implied by the events they cause
+_POLLED = {"duplicates", "commits", "dead_letters"}
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -37,7 +43,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     listing = sub.add_parser("list", help="the scenarios and their breaks")
     listing.add_argument("--profile", default="ci", choices=("ci", "full"))
     runs = sub.add_parser("run", help="run scenarios on the running stack")
-    runs.add_argument("names", nargs="*", help="scenario names (file stems)")
+    runs.add_argument("names", nargs="*", help="scenario names (file stems) or .toml files")
     runs.add_argument("--all", action="store_true", help="every scenario")
     runs.add_argument("--profile", default="ci", choices=("ci", "full"))
     runs.add_argument("--seed", type=int, help="replay a run's decisions")
@@ -46,18 +52,142 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     runs.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder")
     runs.add_argument("--keep", action="store_true", help="keep topics and tables afterwards")
     runs.add_argument("--quiet", action="store_true", help="no live progress")
+    check = sub.add_parser(
+        "check", help="recompute a finished run's verdicts from its folder (no services)"
+    )
+    check.add_argument("run_dirs", nargs="+", type=Path, help="reports/runs/<run> folders")
+    gen = sub.add_parser(
+        "generate", help="fault schedules drawn by Hypothesis; a failure is shrunk and written"
+    )
+    gen.add_argument("--profile", default="ci", choices=("ci", "break"))
+    _world_arguments(gen)
+    gen.add_argument("--found", type=Path, help="where a failing schedule is written")
     parser.set_defaults(func=run)
     return parser
+
+
+def _world_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--loader",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a loader setting of the generated world (e.g. exactly_once=false, fencing=false)",
+    )
+    parser.add_argument("--seed", type=int, help="Hypothesis's seed (replays a search)")
+    parser.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder")
+    parser.add_argument("--quiet", action="store_true", help="no live progress")
+
+
+def add_soak_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``soak`` (generated chapters against one world until the time is up)."""
+    parser = subparsers.add_parser(
+        "soak", help="generated fault schedules against one long-lived world for N minutes"
+    )
+    parser.add_argument("--minutes", type=float, default=60.0, help="how long to inject faults")
+    _world_arguments(parser)
+    parser.set_defaults(func=run_soak)
+    return parser
+
+
+def _world(args: argparse.Namespace) -> Any:
+    import tomllib
+
+    from harness.scenarios.generate import WorldOptions
+
+    loader = {}
+    for item in args.loader:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--loader {item!r}: expected KEY=VALUE")
+        loader[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
+    return WorldOptions(loader=loader)
+
+
+def _stack(args: argparse.Namespace) -> Any:
+    from harness.stack.backends import make_stack
+    from harness.stack.config import load as load_config
+
+    stack = make_stack(
+        load_config(getattr(args, "stack_config", None)), getattr(args, "backend", None)
+    )
+    if not stack.healthy():
+        raise RuntimeError("the stack is not healthy; start it with `icefloe up`")
+    return stack
+
+
+def run_generate(args: argparse.Namespace) -> int:
+    """``scenario generate``: search a profile's schedules; 0 when none failed."""
+    from harness.scenarios import report
+    from harness.scenarios.explore import explore
+    from harness.scenarios.generate import PROFILES
+
+    stack = _stack(args)
+    start: list[float] = []
+    found = explore(
+        stack, PROFILES[args.profile], world=_world(args), reports_dir=args.reports,
+        found_path=args.found, seed=args.seed, listener=None if args.quiet else _progress(start),
+        on_run=lambda r, s: say(f"[bold]{report.outcome(r)}[/] {len(s.faults)} faults, "
+                                f"{r.elapsed_s:.0f} s: {r.run_dir / 'report.md'}"),
+    )  # fmt: skip
+    for line in report.summary_lines(found.runs):
+        print(line)
+    if found.hypothesis_error:
+        say(f"[yellow]hypothesis[/] {escape(found.hypothesis_error)}")
+    if found.written is not None:
+        faults = len(found.smallest_schedule.faults) if found.smallest_schedule else "?"
+        say(
+            f"[red]failed[/]: the smallest failing schedule ({faults} faults) is in "
+            f"{found.written}; run it again: icefloe scenario run {found.written}"
+        )
+        return 1
+    return 0
+
+
+def run_soak(args: argparse.Namespace) -> int:
+    """``soak``: 0 when nothing was lost, duplicated, misrouted or left unhealed."""
+    from harness.scenarios.soak import soak
+    from harness.scenarios.soakreport import summary, write
+
+    _interrupt_on_sigterm()
+    start: list[float] = []
+    result = soak(
+        _stack(args), args.minutes, reports_dir=args.reports, seed=args.seed,
+        world=_world(args), listener=None if args.quiet else _progress(start),
+    )  # fmt: skip
+    path = write(result)
+    for line in summary(result):
+        say(escape(line))
+    say(f"report: {path}")
+    return 0 if result.passed else 1
+
+
+def _quiet(event: Any) -> bool:
+    """Steps, and repeated reads that found nothing new, make no line."""
+    if event.kind in _QUIET:
+        return True
+    data = event.data
+    return (
+        event.kind == "read"
+        and not (data.get("added") or data.get("removed"))
+        and (event.name == "ids" or (event.name in _POLLED and not data.get("values")))
+    )
+
+
+def _shown(value: Any) -> Any:
+    return f"<{len(value)}>" if isinstance(value, list | dict) and len(str(value)) > 60 else value
 
 
 def _progress(start: list[float]) -> Any:
     def show(event: Any) -> None:
         if not start:
             start.append(event.time)
-        if event.kind in _QUIET:
+        if _quiet(event):
             return
         data = ", ".join(
-            f"{k}={v}" for k, v in event.data.items() if k not in ("message", "log", "statement")
+            f"{k}={_shown(v)}"
+            for k, v in event.data.items()
+            if k not in ("message", "log", "statement")
         )
         if "statement" in event.data:
             data = f"{event.data['statement'][:80]} {data}"
@@ -68,6 +198,17 @@ def _progress(start: list[float]) -> Any:
         )
 
     return show
+
+
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM ends a run like Ctrl-C: its ``finally`` blocks heal the faults still injected
+    (a paused catalog, a frozen loader) and stop its loaders, instead of leaving them so."""
+    import signal
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupt)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -81,6 +222,11 @@ def run(args: argparse.Namespace) -> int:
     """
     from harness.scenarios import model as scenarios
 
+    _interrupt_on_sigterm()
+    if args.scenario_command == "check":
+        return check_runs(args.run_dirs)
+    if args.scenario_command == "generate":
+        return run_generate(args)
     if args.scenario_command == "list":
         rows = []
         for s in scenarios.discover(profile=args.profile):
@@ -106,6 +252,33 @@ def run(args: argparse.Namespace) -> int:
         if args.breaks:
             plan += [(s, b) for b in sorted(s.breaks)]
     return run_plan(plan, args)
+
+
+def check_runs(run_dirs: list[Path]) -> int:
+    """Recompute each run's verdicts from its history and ledgers; 0 when all pass again."""
+    from harness.scenarios.checkers import summarize
+    from harness.scenarios.runner import judge, saved_run
+
+    passed = True
+    for run_dir in run_dirs:
+        scenario, history, brk, seed = saved_run(run_dir)
+        results = judge(scenario, history, run_dir, brk)
+        verdict = summarize(results) if results else "unknown"
+        ok = (
+            verdict == "valid"
+            if brk is None
+            else any(
+                r.check == scenario.breaks[brk].expect_check
+                and scenario.breaks[brk].expect_anomaly in r.anomalies
+                for r in results
+            )
+        )
+        passed = passed and ok
+        label = scenario.name + (f" --break {brk}" if brk else "")
+        say(f"[bold]{'PASS' if ok else 'FAIL'}[/] {label} (seed {seed}): {verdict}, from {run_dir}")
+        for r in results:
+            say(escape(f"    {r.verdict:<8} {r.check}: {r.summary}"))
+    return 0 if passed else 1
 
 
 def run_plan(plan: list[tuple[Any, str | None]], args: argparse.Namespace) -> int:

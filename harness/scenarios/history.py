@@ -5,7 +5,8 @@ reads all go into one history, each as an :class:`Event` with a wall-clock time.
 afterwards over the history (plus the publisher's ledger and what Trino and Kafka returned),
 never during the run, so a verdict can be recomputed from the saved file.
 
-Event kinds: ``publish``, ``loader``, ``fault``, ``sql``, ``read``, ``step``, ``info``.
+Event kinds: ``publish``, ``loader``, ``fault``, ``sql``, ``read``, ``check`` (a verdict,
+during the run or after it), ``step``, ``info``.
 Phases follow the invoke/complete shape: ``invoke`` when an operation starts, ``ok`` or
 ``fail`` when it ends, ``info`` for facts with no duration.
 """
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-KINDS = ("publish", "loader", "fault", "sql", "read", "step", "info")
+KINDS = ("publish", "loader", "fault", "sql", "read", "check", "step", "info")
 PHASES = ("invoke", "ok", "fail", "info")
 
 

@@ -4,6 +4,8 @@ A scenario file (``scenarios/<name>.toml``) names what the run needs (a topic wi
 partitions, a table of the reference shape plus extra columns, a dead-letter topic or not),
 the loader's settings, a workload (publisher defaults), a timeline of steps and faults, and
 the checks that judge the result. The harness (``harness.scenarios.runner``) interprets it.
+Every step's parameters are its kind's dataclass (``harness.scenarios.steps``), checked here:
+a wrong name, type or value is refused when the file is read.
 
 Values may refer to profile variables: a string ``"$count"`` is replaced by ``vars.count``
 from ``[vars]``, overridden by ``[profiles.<profile>.vars]`` (profiles ``ci`` and ``full``).
@@ -15,36 +17,20 @@ report.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.scenarios.loaders import LoaderOptions
+from harness.scenarios.params import ParamError, parse_params
+from harness.scenarios.steps import ParseContext, parse_step
+from harness.scenarios.traffic import Workload
+
 PROFILES = ("ci", "full")
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
-
-STEP_KINDS = frozenset(
-    {
-        "start_loader",
-        "stop_loader",
-        "restart_loader",
-        "configure_loader",
-        "publish",
-        "await_publish",
-        "await_loaded",
-        "await_loader_exit",
-        "sleep",
-        "fault",
-        "nemesis",
-        "sql",
-        "retention_delete",
-        "optimize",
-        "expire_snapshots",
-        "read_visible",
-        "probe",
-    }
-)
 
 
 class ScenarioError(ValueError):
@@ -56,15 +42,17 @@ class Step:
     """One timeline entry.
 
     Attributes:
-        do: The action (see :data:`STEP_KINDS`).
-        params: Its parameters, variables already substituted.
+        do: The step kind (``harness.scenarios.steps.STEPS``).
+        params: Its typed parameters (the kind's dataclass), variables already substituted.
+        raw: The table as written (for the history and reports).
         only_in_break: Run the step only under this break (``None``: normal runs and breaks).
         not_in_break: Skip the step under this break (a break may replace part of the
             timeline, e.g. a timed nemesis by a deterministic crash).
     """
 
     do: str
-    params: Mapping[str, Any]
+    params: Any
+    raw: Mapping[str, Any] = field(default_factory=dict)
     only_in_break: str | None = None
     not_in_break: str | None = None
 
@@ -74,8 +62,11 @@ class Step:
             return False
         return self.not_in_break is None or self.not_in_break != break_name
 
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.params.get(key, default)
+    @property
+    def label(self) -> str:
+        """``do``, with the phase or fault it is about."""
+        extra = self.raw.get("phase") or self.raw.get("fault") or self.raw.get("name")
+        return f"{self.do} {extra}" if extra else self.do
 
 
 @dataclass(frozen=True)
@@ -93,9 +84,9 @@ class Break:
     Attributes:
         name: The break's name (``--break NAME``).
         description: What is broken, for reports and docs.
-        loader: Loader setting overrides.
+        loader: Loader setting overrides (names and types of ``[loader]``).
         mutate: A named mutation of what was read back before checking
-            (``harness.scenarios.runner``).
+            (``harness.scenarios.runner.mutate``).
         expect_check: The check that must turn invalid.
         expect_anomaly: The anomaly it must name.
     """
@@ -120,12 +111,13 @@ class Scenario:
         topic_partitions: Partitions of the source topic.
         dead_letter: Create a dead-letter topic (the loader uses it unless configured off).
         extra_columns: Columns beyond the reference table, as (name, Trino type).
-        loader: Loader settings (trigger interval, exactly_once, transform...).
+        loader: Loader settings.
         workload: Publisher defaults for every ``publish`` step.
         steps: The timeline.
         checks: The checks.
         breaks: Named broken variants.
         path: The file.
+        doc: The decoded file (a run saves it, so its verdict can be recomputed).
     """
 
     name: str
@@ -135,12 +127,19 @@ class Scenario:
     topic_partitions: int
     dead_letter: bool
     extra_columns: tuple[tuple[str, str], ...]
-    loader: Mapping[str, Any]
-    workload: Mapping[str, Any]
+    loader: LoaderOptions
+    workload: Workload
     steps: tuple[Step, ...]
     checks: tuple[Check, ...]
     breaks: Mapping[str, Break] = field(default_factory=dict)
     path: Path | None = None
+    doc: Mapping[str, Any] = field(default_factory=dict)
+
+    def with_break(self, name: str | None) -> LoaderOptions:
+        """The loader settings under a break (the plain ones for ``None``)."""
+        if name is None:
+            return self.loader
+        return dataclasses.replace(self.loader, **dict(self.breaks[name].loader))
 
 
 def _substitute(value: Any, variables: Mapping[str, Any], where: str) -> Any:
@@ -154,6 +153,20 @@ def _substitute(value: Any, variables: Mapping[str, Any], where: str) -> Any:
     if isinstance(value, dict):
         return {k: _substitute(v, variables, f"{where}.{k}") for k, v in value.items()}
     return value
+
+
+def _steps(doc: Mapping[str, Any], name: str, sub: Any, ctx: ParseContext) -> list[Step]:
+    steps = []
+    for i, raw in enumerate(doc.get("steps", ())):
+        raw = dict(raw)
+        do = raw.pop("do", None)
+        only = raw.pop("only_in_break", None)
+        skip = raw.pop("not_in_break", None)
+        where = f"{name}: step {i} ({do})"
+        values = sub(raw, f"step {i} ({do})")
+        params = parse_step(str(do), values, where, ctx)
+        steps.append(Step(str(do), params, values, only, skip))
+    return steps
 
 
 def parse(
@@ -171,24 +184,28 @@ def parse(
         The scenario.
 
     Raises:
-        ScenarioError: For an unknown profile, step, variable, or a missing field.
+        ScenarioError: For an unknown profile, step, check, variable, a missing field, or a
+            parameter of the wrong name, type or value.
     """
+    from harness.scenarios import invariants  # noqa: F401  (registers its checkers)
+    from harness.scenarios.checkers import CHECKERS
+
     if profile not in PROFILES:
         raise ScenarioError(f"unknown profile {profile!r}; one of {PROFILES}")
-    doc = copy.deepcopy(dict(doc))
+    original = copy.deepcopy(dict(doc))
+    doc = copy.deepcopy(original)
     name = str(doc.get("name", name))
     variables = dict(doc.get("vars", {}))
     variables.update(doc.get("profiles", {}).get(profile, {}).get("vars", {}))
     sub = lambda value, where: _substitute(value, variables, f"{name}: {where}")  # noqa: E731
-    steps = []
-    for i, raw in enumerate(doc.get("steps", ())):
-        raw = dict(raw)
-        do = raw.pop("do", None)
-        if do not in STEP_KINDS:
-            raise ScenarioError(f"{name}: step {i}: unknown action {do!r}")
-        only = raw.pop("only_in_break", None)
-        skip = raw.pop("not_in_break", None)
-        steps.append(Step(do, sub(raw, f"step {i} ({do})"), only, skip))
+    try:
+        loader_raw = sub(doc.get("loader", {}), "loader")
+        workload_raw = sub(doc.get("workload", {}), "workload")
+        loader = parse_params(LoaderOptions, loader_raw, f"{name}: [loader]")
+        workload = parse_params(Workload, workload_raw, f"{name}: [workload]")
+        steps = _steps(doc, name, sub, ParseContext(workload_raw, loader_raw))
+    except ParamError as exc:
+        raise ScenarioError(str(exc)) from exc
     if not steps:
         raise ScenarioError(f"{name}: no steps")
     checks = []
@@ -197,6 +214,8 @@ def parse(
         if "check" not in raw:
             raise ScenarioError(f"{name}: check {i}: no 'check' name")
         check = raw.pop("check")
+        if check not in CHECKERS:
+            raise ScenarioError(f"{name}: check {i}: unknown checker {check!r}")
         checks.append(Check(check, sub(raw, f"check {i} ({check})")))
     if not checks:
         raise ScenarioError(f"{name}: no checks")
@@ -205,10 +224,15 @@ def parse(
         expect = raw.get("expect", {})
         if "check" not in expect or "anomaly" not in expect:
             raise ScenarioError(f"{name}: break {bname}: expect needs check and anomaly")
+        overrides = sub(raw.get("loader", {}), f"break {bname}")
+        try:
+            parse_params(LoaderOptions, {**loader_raw, **overrides}, f"{name}: break {bname}")
+        except ParamError as exc:
+            raise ScenarioError(str(exc)) from exc
         breaks[bname] = Break(
             bname,
             str(raw.get("description", "")),
-            sub(raw.get("loader", {}), f"break {bname}"),
+            overrides,
             raw.get("mutate"),
             expect["check"],
             expect["anomaly"],
@@ -227,12 +251,13 @@ def parse(
         topic_partitions=int(sub(topic.get("partitions", 1), "topic.partitions")),
         dead_letter=bool(topic.get("dead_letter", True)),
         extra_columns=tuple((str(c), str(t)) for c, t in table.get("extra_columns", ())),
-        loader=sub(doc.get("loader", {}), "loader"),
-        workload=sub(doc.get("workload", {}), "workload"),
+        loader=loader,
+        workload=workload,
         steps=tuple(steps),
         checks=tuple(checks),
         breaks=breaks,
         path=path,
+        doc=original,
     )
 
 
@@ -274,7 +299,8 @@ def find(name: str, directory: Path = SCENARIO_DIR, profile: str = "ci") -> Scen
     """The scenario called ``name`` (its file stem, with or without a number prefix).
 
     Args:
-        name: e.g. ``exactly_once_kill9`` or ``01_exactly_once_kill9``.
+        name: e.g. ``exactly_once_kill9`` or ``01_exactly_once_kill9``, or a path to a
+            ``.toml`` file elsewhere (a schedule written by a generated run).
         directory: Where the files are.
         profile: ``ci`` or ``full``.
 
@@ -284,6 +310,8 @@ def find(name: str, directory: Path = SCENARIO_DIR, profile: str = "ci") -> Scen
     Raises:
         ScenarioError: If no file (or more than one) matches.
     """
+    if name.endswith(".toml") and Path(name).is_file():
+        return load(Path(name), profile)
     matches = [
         p
         for p in sorted(directory.glob("*.toml"))

@@ -1,27 +1,36 @@
 """Reports: what a scenario run did and found, as Markdown, JUnit XML and a console summary.
 
-Each run gets a Markdown report (the scenario, its seed and replay command, the timeline with
-timings, the faults, each check's verdict, anomalies and numbers) next to its history. A set
+Each run gets a Markdown report (the scenario, its seed and replay command, its timeline picture
+(``timeline.png``, see ``harness.scenarios.timeline``), the steps with timings, the faults per
+kind and each one's window, each check's verdict, anomalies and numbers) next to its history. A set
 of runs gets one JUnit XML file, so CI shows each scenario as a test case.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from harness.scenarios.checkers import fault_windows
 from harness.scenarios.history import select
+from harness.scenarios.model import SCENARIO_DIR
+from harness.scenarios.observe import ledger_entries
 from harness.scenarios.runner import RunResult
+from harness.scenarios.timeline import draw
+
+TIMELINE = "timeline.png"
 
 
 def replay_command(result: RunResult) -> str:
     """The command that replays a run's decisions."""
     brk = f" --break {result.break_name}" if result.break_name else ""
+    path = result.scenario.path
+    target = str(path) if path is not None and path.parent != SCENARIO_DIR else result.scenario.name
     return (
-        f"icefloe scenario run {result.scenario.name} --profile {result.scenario.profile} "
+        f"icefloe scenario run {target} --profile {result.scenario.profile} "
         f"--seed {result.seed}{brk}"
     )
 
@@ -51,9 +60,12 @@ def markdown(result: RunResult) -> str:
         f"- outcome: **{outcome(result)}**, {result.elapsed_s:.1f} s",
         f"- seed: `{result.seed}`; replay: `{replay_command(result)}`",
         f"- topic `{result.names['topic']}`, table `{result.names['table']}`",
-        f"- history: `{result.run_dir / 'history.jsonl'}`",
+        f"- history: `{result.run_dir / 'history.jsonl'}`; recheck offline: "
+        f"`icefloe scenario check {result.run_dir}`",
         "",
     ]
+    if (result.run_dir / TIMELINE).exists():
+        lines += [f"![timeline]({TIMELINE})", ""]
     if result.break_name:
         brk = s.breaks[result.break_name]
         lines += [
@@ -81,6 +93,10 @@ def markdown(result: RunResult) -> str:
     history = result.history
     if history is not None:
         windows = fault_windows(history)
+        kinds = Counter(name for name, _, _ in windows)
+        if kinds:
+            lines += ["", "## Faults per kind", "", "| fault | injected |", "|---|---|"]
+            lines += [f"| {name} | {n} |" for name, n in sorted(kinds.items())]
         if windows:
             start = history.events[0].time
             lines += ["", "## Faults", "", "| fault | injected at (s) | healed after (s) |"]
@@ -111,9 +127,15 @@ def markdown(result: RunResult) -> str:
 
 
 def write_markdown(result: RunResult) -> Path:
-    """Write the run's report into its folder; return the path."""
+    """Draw the run's timeline and write its report into its folder; return the report."""
     path = result.run_dir / "report.md"
     path.parent.mkdir(parents=True, exist_ok=True)
+    if result.history is not None and len(result.history):
+        try:
+            title = f"{result.scenario.name}: {outcome(result)}"[:100]
+            draw(result.history, ledger_entries(result.run_dir), result.run_dir / TIMELINE, title)
+        except Exception as exc:  # a picture that cannot be drawn must not cost the report
+            (result.run_dir / "timeline.error").write_text(f"{type(exc).__name__}: {exc}\n")
     path.write_text(markdown(result), encoding="utf-8")
     return path
 

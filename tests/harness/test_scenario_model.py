@@ -42,8 +42,8 @@ def test_profiles_substitute_variables() -> None:
         "steps": [{"do": "publish", "count": "$count"}],
         "checks": [{"check": "exactly_once"}],
     }
-    assert parse(doc, profile="ci").steps[0].params["count"] == 10
-    assert parse(doc, profile="full").steps[0].params["count"] == 1000
+    assert parse(doc, profile="ci").steps[0].params.workload.count == 10
+    assert parse(doc, profile="full").steps[0].params.workload.count == 1000
 
 
 @pytest.mark.parametrize(
@@ -56,6 +56,39 @@ def test_profiles_substitute_variables() -> None:
         ({**MINIMAL, "breaks": {"b": {"expect": {"check": "x"}}}}, "expect needs"),
         ({**MINIMAL, "steps": [{"do": "sleep", "only_in_break": "b"}]}, "unknown break"),
         ({**MINIMAL, "steps": [{"do": "sleep", "not_in_break": "b"}]}, "unknown break"),
+        # Parameters are the step kind's dataclass: names, types and choices are checked.
+        ({**MINIMAL, "steps": [{"do": "sleep", "secnds": 3}]}, "unknown parameter"),
+        ({**MINIMAL, "steps": [{"do": "sleep", "seconds": "3"}]}, "is not float"),
+        ({**MINIMAL, "steps": [{"do": "publish", "count": 1.5}]}, "is not int"),
+        ({**MINIMAL, "steps": [{"do": "publish", "malformed_fraction": 2.0}]}, "within"),
+        ({**MINIMAL, "steps": [{"do": "fault", "fault": "kill_loader", "at": "soon"}]}, "'now'"),
+        ({**MINIMAL, "steps": [{"do": "fault", "fault": "kill_service"}]}, "missing parameter"),
+        ({**MINIMAL, "steps": [{"do": "fault", "fault": "explode"}]}, "unknown fault"),
+        (
+            {
+                **MINIMAL,
+                "steps": [
+                    {"do": "nemesis", "fault": "pause_service", "service": "kafka", "at": "mixed"}
+                ],
+            },
+            "timed by",
+        ),
+        ({**MINIMAL, "steps": [{"do": "schedule", "events": [{"fault": "burst"}]}]}, "at_s"),
+        ({**MINIMAL, "loader": {"trigger": 2}}, "unknown parameter"),
+        ({**MINIMAL, "workload": {"key": "sideways"}}, "expected none"),
+        ({**MINIMAL, "checks": [{"check": "exactly_twice"}]}, "unknown checker"),
+        (
+            {
+                **MINIMAL,
+                "breaks": {
+                    "b": {
+                        "loader": {"exactly_once": "no"},
+                        "expect": {"check": "x", "anomaly": "y"},
+                    }
+                },
+            },
+            "is not bool",
+        ),
     ],
 )
 def test_invalid_documents_are_refused(doc: dict, message: str) -> None:
@@ -153,11 +186,25 @@ def test_history_round_trips_through_its_file(tmp_path: Path) -> None:
 
 def test_reports_render_markdown_and_junit(tmp_path: Path) -> None:
     scenario = load(Path(__file__).parents[2] / "scenarios" / "01_exactly_once_kill9.toml")
-    history = History.of([(1.0, "fault", "ok", "kill_loader.inject", {}),
-                          (3.0, "fault", "ok", "kill_loader.heal", {})])  # fmt: skip
+    history = History.of(
+        [
+            (1.0, "fault", "ok", "kill_loader.inject", {}),
+            (3.0, "fault", "ok", "kill_loader.heal", {}),
+        ]
+    )
     check = CheckResult("exactly_once", "invalid", "1 lost")
-    result = RunResult(scenario, 42, None, [check], "invalid", 12.0, [("publish", 3.0)],
-                       tmp_path, {"topic": "t", "table": "lake.s.t"}, history=history)  # fmt: skip
+    result = RunResult(
+        scenario,
+        42,
+        None,
+        [check],
+        "invalid",
+        12.0,
+        [("publish", 3.0)],
+        tmp_path,
+        {"topic": "t", "table": "lake.s.t"},
+        history=history,
+    )
     text = report.markdown(result)
     assert "--seed 42" in text and "| exactly_once | invalid | 1 lost |" in text
     assert "kill_loader" in text

@@ -1,18 +1,22 @@
 """Property-based faults: a Hypothesis state machine publishes, kills, restarts and alters.
 
-Rules publish a batch, kill the loader with SIGKILL, start it again and add a column through
-Trino; after every step the table may lag behind but must never hold a duplicate or an id
-that was not published. Teardown heals (starts the loader if it is down), waits for the table
-to catch up and runs the ``exactly_once`` checker over the recorded history and ledgers.
+Rules publish a batch, inject a loader kill (kill -9) and heal it (start the loader again) and
+add a column through Trino, all through the engine's public API (``harness.scenarios.engine``).
+After every step the live invariants of generated runs hold (no id twice, none that was not
+published, nothing valid dead-lettered). Teardown heals, waits for the table to catch up and
+runs the final checks over the recorded history and ledgers.
 
 Sizes follow HYPOTHESIS_PROFILE: ``ci``/``dev`` run one short sequence (a loader start costs
 tens of seconds), ``soak`` runs many long ones. A failure prints Hypothesis's reproduction
-blob (``print_blob``) and the run's seed and history folder.
+blob (``print_blob``) and the run's seed and history folder. The generated fault schedules
+(``tests/scenarios/test_generated.py``) are the broader property test.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import random
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +32,14 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from harness.scenarios.checkers import run_check
-from harness.scenarios.faults import LoaderKill
-from harness.scenarios.model import Step, parse
-from harness.scenarios.runner import RunOptions, ScenarioRun
+from harness.scenarios.engine import Run, RunSetup
+from harness.scenarios.faults import Fault, build_fault
+from harness.scenarios.faults.loader import KillLoaderParams
+from harness.scenarios.loaders import LoaderOptions
+from harness.scenarios.model import Scenario, parse
+from harness.scenarios.player import Monitor
+from harness.scenarios.runner import judge
+from harness.scenarios.traffic import Workload
 
 _SIZES = {"soak": (10, 15)}
 _PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
@@ -40,13 +48,11 @@ EXAMPLES, STEPS = _SIZES.get(_PROFILE, (1, 5))
 # history reproduce a failure) and no replay of examples saved by earlier runs.
 PHASES = tuple(Phase) if _PROFILE == "soak" else (Phase.explicit, Phase.generate)
 
-_SCENARIO = parse(
+# The final checks, as a scenario file would name them.
+_CHECKS: Scenario = parse(
     {
-        "title": "state machine",
-        "description": "publish / kill / restart / alter, chosen by Hypothesis",
-        "loader": {"trigger_interval_s": 2.0},
         "steps": [{"do": "start_loader"}],
-        "checks": [{"check": "exactly_once"}],
+        "checks": [{"check": c} for c in ("table_matches_ledger", "live_invariants")],
     },
     name="loader_machine",
 )
@@ -61,12 +67,15 @@ class LoaderMachine(RuleBasedStateMachine):
 
     def __init__(self) -> None:
         super().__init__()
-        self.run = ScenarioRun(_SCENARIO, self.stack, RunOptions(reports_dir=Path("reports")))
-        self.run._setup()
-        self.run.loader.start()
-        self.published: set[str] = set()
+        seed = random.SystemRandom().randrange(2**31)
+        setup = RunSetup("loader_machine", LoaderOptions(trigger_interval_s=2.0), Workload())
+        self.run = Run(setup, self.stack, Path("reports") / "runs" / f"machine-{seed}", seed)
+        self.run.setup()
+        self.run.start_loader()
+        self.monitor = Monitor(self.run)
+        self.down: Fault | None = None
         self.columns = 0
-        print(f"state machine: seed {self.run.seed}, history {self.run.run_dir}")
+        print(f"state machine: seed {seed}, history {self.run.run_dir}")
 
     # Every sequence starts with data in flight, so the kills and ALTERs that follow hit a
     # loader that is loading (a short ci run is Hypothesis's first, simplest sequence).
@@ -76,57 +85,46 @@ class LoaderMachine(RuleBasedStateMachine):
 
     @rule(count=st.integers(min_value=20, max_value=300))
     def publish(self, count: int) -> None:
-        self.run._do_publish(Step("publish", {"phase": f"p{len(self.run.phases)}", "count": count}))
-        self.published |= {e.event_id for e in self.run.ledger_entries() if e.delivered}
+        workload = dataclasses.replace(self.run.workload, count=count)
+        self.run.publish(self.run.traffic.next_name("p"), workload)
 
-    @precondition(lambda self: self.run.loader.is_running())
+    @precondition(lambda self: self.down is None)
     @rule()
     def kill_loader(self) -> None:
-        LoaderKill().inject(self.run)
+        self.down = build_fault("kill_loader", KillLoaderParams(), self.run.rng)
+        self.run.inject(self.down)
 
-    @precondition(lambda self: not self.run.loader.is_running())
+    @precondition(lambda self: self.down is not None)
     @rule()
     def restart_loader(self) -> None:
-        self.run.loader.start()
+        assert self.down is not None
+        self.run.heal(self.down)
+        self.down = None
 
     @precondition(lambda self: self.columns < 3)
     @rule()
     def alter(self) -> None:
         self.columns += 1
-        self.run._do_sql(
-            Step(
-                "sql",
-                {
-                    "name": "alter",
-                    "statement": f"ALTER TABLE {{table}} ADD COLUMN c{self.columns} BIGINT",
-                },
-            )
-        )
+        self.run.sql("alter", f"ALTER TABLE {{table}} ADD COLUMN c{self.columns} BIGINT")
 
     @invariant()
     def never_duplicated_nor_invented(self) -> None:
-        rows = self.run._sql_retrying(
-            f"SELECT event_id, count(*) FROM {self.run.table} GROUP BY event_id"
-        )
-        duplicated = [eid for eid, n in rows if n > 1]
-        invented = [eid for eid, _ in rows if eid not in self.published]
-        assert not duplicated, f"duplicated: {duplicated[:5]} (history {self.run.run_dir})"
-        assert not invented, f"never published: {invented[:5]} (history {self.run.run_dir})"
+        anomalies = self.monitor.check_now()
+        assert not anomalies, f"{anomalies} (history {self.run.run_dir})"
 
     def teardown(self) -> None:
         try:
-            if not self.run.loader.is_running():
-                self.run.loader.start()
-            self.run._do_await_loaded(Step("await_loaded", {"timeout_s": 240}))
-            self.run.loader.stop()
-            observed = self.run._collect()
-            result = run_check(
-                "exactly_once", self.run.history, self.run.ledger_entries(), observed
-            )
+            self.run.heal_all()
+            assert self.run.await_loaded(240) == 0, f"not all loaded ({self.run.run_dir})"
+            self.monitor.check_now()
+            self.run.stop_loader()
+            self.run.read_back()
+            results = judge(_CHECKS, self.run.history, self.run.run_dir)
             # `valid` only: `unknown` (nothing delivered) would prove nothing.
-            assert result.verdict == "valid", f"{result.summary}: {result.to_json()['anomalies']}"
+            for result in results:
+                assert result.verdict == "valid", f"{result.check}: {result.summary}"
         finally:
-            self.run._teardown()
+            self.run.teardown()
 
 
 def test_loader_state_machine(stack: Any) -> None:

@@ -1,0 +1,318 @@
+"""The recording client: every Trino query and Kafka read a run makes, recorded with its values.
+
+Nothing in a run talks to Trino, Kafka or the catalog directly: steps, faults, the live
+monitor and the final read-back all go through one :class:`RecordingClient`, which records
+each statement (``sql`` events: its text, its rows) and each read (``read`` events: what came
+back) into the run's history. The checkers then need nothing but the history and the ledgers,
+so ``icefloe scenario check RUN_DIR`` recomputes a verdict without the services.
+
+Reads repeated during a run are recorded as differences: an id read (``ids``) records the ids
+that appeared and disappeared since the previous id read of the same table, a snapshot read
+the snapshots that are new, a dead-letter read the letters past the previous one. Replaying
+the events in order gives every read back (see ``harness.scenarios.observe``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from harness.scenarios.history import History
+
+__all__ = ["RecordingClient", "metadata_table"]
+
+_ERROR_CHARS = 400
+
+
+def metadata_table(table: str, suffix: str) -> str:
+    """``catalog.schema."name$suffix"``: one of a table's Iceberg metadata tables in Trino."""
+    catalog, schema, name = table.split(".")
+    return f'{catalog}.{schema}."{name}${suffix}"'
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return value.hex()
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+class RecordingClient:
+    """Trino, Kafka and the catalog for one run, every call recorded in ``history``.
+
+    Args:
+        stack: The running stack (``query``, ``kafka_consumer``, ``kafka_admin``,
+            ``pyiceberg_catalog``).
+        history: Where every statement and read goes.
+    """
+
+    def __init__(self, stack: Any, history: History) -> None:
+        self.stack = stack
+        self.history = history
+        self._ids: dict[str, set[str]] = {}
+        self._snapshots: dict[str, set[int]] = {}
+        self._letters: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    # -- Trino ---------------------------------------------------------------
+
+    def sql(
+        self,
+        name: str,
+        statement: str,
+        *,
+        session: Mapping[str, str] | None = None,
+        attempts: int = 1,
+        pause_s: float = 2.0,
+        record_rows: bool = True,
+        **data: Any,
+    ) -> list[Any]:
+        """Run one statement on Trino, recorded as ``sql`` events with its rows.
+
+        Args:
+            name: What the statement is for (``alter``, ``optimize``, ``delete``...).
+            statement: The SQL.
+            session: Trino session properties for this statement.
+            attempts: Tries before giving up (a restarting Trino refuses connections).
+            pause_s: Pause between tries.
+            record_rows: Record the rows (else only their count).
+            **data: Extra facts recorded with the successful statement.
+
+        Returns:
+            Every row.
+
+        Raises:
+            Exception: The last failure, once ``attempts`` are used up.
+        """
+        for attempt in range(1, attempts + 1):
+            self.history.record("sql", "invoke", name, statement=statement, attempt=attempt)
+            try:
+                rows = [list(r) for r in self.stack.query(statement, session)]
+            except Exception as exc:
+                self.history.record(
+                    "sql", "fail", name, statement=statement, error=str(exc)[:_ERROR_CHARS]
+                )
+                if attempt == attempts:
+                    raise
+                time.sleep(pause_s)
+                continue
+            values = _plain(rows) if record_rows else None
+            self.history.record(
+                "sql", "ok", name, statement=statement, rows=len(rows), values=values, **data
+            )
+            return rows
+        raise AssertionError("unreachable")
+
+    def query_fn(self, name: str, attempts: int = 1, **data: Any) -> Callable[..., list[Any]]:
+        """A ``(statement, session) -> rows`` callable that records under ``name``, with
+        ``data`` on each statement (what ``harness.maintenance`` takes)."""
+
+        def query(statement: str, session: Mapping[str, str] | None = None) -> list[Any]:
+            return self.sql(name, statement, session=session, attempts=attempts, **data)
+
+        return query
+
+    def _read(self, name: str, statement: str, attempts: int) -> list[Any]:
+        for attempt in range(1, attempts + 1):
+            try:
+                return [list(r) for r in self.stack.query(statement)]
+            except Exception as exc:
+                self.history.record("read", "fail", name, error=str(exc)[:_ERROR_CHARS])
+                if attempt == attempts:
+                    raise
+                time.sleep(2.0)
+        raise AssertionError("unreachable")
+
+    def ids(self, table: str, *, attempts: int = 30) -> set[str]:
+        """The distinct event ids the table holds now (recorded as added/removed ids)."""
+        statement = f"SELECT DISTINCT event_id FROM {table}"
+        now = {str(r[0]) for r in self._read("ids", statement, attempts)}
+        with self._lock:
+            before = self._ids.get(table, set())
+            self._ids[table] = now
+        self.history.record(
+            "read",
+            "ok",
+            "ids",
+            table=table,
+            total=len(now),
+            added=sorted(now - before),
+            removed=sorted(before - now),
+        )
+        return now
+
+    def table_counts(self, table: str, *, attempts: int = 30) -> dict[str, int]:
+        """How many rows carry each event id (the final read-back), recorded in full."""
+        statement = f"SELECT event_id, count(*) FROM {table} GROUP BY event_id"
+        counts = {str(eid): int(n) for eid, n in self._read("table", statement, attempts)}
+        self.history.record(
+            "read",
+            "ok",
+            "table",
+            table=table,
+            distinct=len(counts),
+            rows=sum(counts.values()),
+            values=sorted(counts.items()),
+        )
+        return counts
+
+    def duplicates(self, table: str, *, attempts: int = 3) -> dict[str, int]:
+        """Event ids held more than once, recorded (empty while all is well)."""
+        statement = f"SELECT event_id, count(*) FROM {table} GROUP BY event_id HAVING count(*) > 1"
+        found = {str(eid): int(n) for eid, n in self._read("duplicates", statement, attempts)}
+        self.history.record("read", "ok", "duplicates", table=table, values=sorted(found.items()))
+        return found
+
+    def columns(self, table: str, *, attempts: int = 30) -> list[str]:
+        """The table's column names, recorded."""
+        catalog, schema, name = table.split(".")
+        statement = (
+            f"SELECT column_name FROM {catalog}.information_schema.columns "
+            f"WHERE table_schema = '{schema}' AND table_name = '{name}' ORDER BY ordinal_position"
+        )
+        names = [str(r[0]) for r in self._read("columns", statement, attempts)]
+        self.history.record("read", "ok", "columns", table=table, values=names)
+        return names
+
+    def commits(self, table: str, *, attempts: int = 3) -> list[dict[str, Any]]:
+        """Snapshots committed since the previous commit read, recorded (kept in the history
+        even after ``expire_snapshots`` removed them from the table)."""
+        statement = (
+            "SELECT snapshot_id, to_unixtime(committed_at), operation, "
+            "element_at(summary, 'icefloe.loader-id'), element_at(summary, 'added-records') "
+            f"FROM {metadata_table(table, 'snapshots')}"
+        )
+        rows = self._read("commits", statement, attempts)
+        with self._lock:
+            known = self._snapshots.setdefault(table, set())
+            new = [r for r in rows if int(r[0]) not in known]
+            known.update(int(r[0]) for r in new)
+        found = [
+            {
+                "snapshot": int(s),
+                "time": float(t),
+                "operation": op,
+                "loader": loader,
+                "records": int(n) if n is not None else None,
+            }
+            for s, t, op, loader, n in sorted(new, key=lambda r: r[1])
+        ]
+        self.history.record("read", "ok", "commits", table=table, total=len(rows), values=found)
+        return found
+
+    def visible(self, name: str, table: str, *, attempts: int = 30) -> list[str]:
+        """A named read of the ids visible now, recorded in full (e.g. before a DELETE)."""
+        ids = sorted(self.ids(table, attempts=attempts))
+        self.history.record("read", "ok", name, table=table, visible=len(ids), values=ids)
+        return ids
+
+    def record_read(self, name: str, values: Any, **data: Any) -> None:
+        """Record a value read by other means (e.g. a step's aggregate) as a named read."""
+        self.history.record("read", "ok", name, values=_plain(values), **data)
+
+    # -- Kafka -----------------------------------------------------------------
+
+    def dead_letters(self, topic: str, *, timeout_s: float = 60.0) -> list[dict[str, Any]]:
+        """Dead letters past the previous read of ``topic``, up to its end now, recorded.
+
+        Each letter is its partition and offset in the dead-letter topic and its headers
+        (decoded as UTF-8); payloads are not recorded.
+        """
+        from confluent_kafka import TopicPartition
+
+        with self._lock:
+            start = self._letters.get(topic, 0)
+        consumer = self.stack.kafka_consumer("icefloe-scenario")
+        letters: list[dict[str, Any]] = []
+        position, high = start, start
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=timeout_s)
+            position = max(start, low)
+            if high > position:
+                consumer.assign([TopicPartition(topic, 0, position)])
+                deadline = time.monotonic() + timeout_s
+                while position < high and time.monotonic() < deadline:
+                    msg = consumer.poll(1.0)
+                    if msg is None or msg.error():
+                        continue
+                    position = int(msg.offset() or 0) + 1
+                    letters.append(
+                        {
+                            "partition": int(msg.partition() or 0),
+                            "offset": position - 1,
+                            "headers": _decode_headers(msg.headers()),
+                        }
+                    )
+        except Exception as exc:
+            self.history.record("read", "fail", "dead_letters", topic=topic, error=str(exc)[:400])
+            raise
+        finally:
+            consumer.close()
+        with self._lock:
+            self._letters[topic] = position
+        self.history.record(
+            "read", "ok", "dead_letters", topic=topic, start=start, end=high, values=letters
+        )
+        return letters
+
+    # -- the catalog -------------------------------------------------------------
+
+    def _table(self, table: str) -> Any:
+        return self.stack.pyiceberg_catalog().load_table(table.split(".", 1)[1])
+
+    def lineage(self, table: str) -> set[int] | None:
+        """Snapshot ids of the table's main lineage, or None when the catalog cannot answer.
+
+        A snapshot the loader staged but never published is in the table's metadata but not
+        in main: it did not land.
+        """
+        try:
+            loaded = self._table(table)
+        except Exception as exc:
+            self.history.record("read", "fail", "lineage", table=table, error=str(exc)[:400])
+            return None
+        by_id = {s.snapshot_id: s for s in loaded.snapshots()}
+        lineage: set[int] = set()
+        current = loaded.current_snapshot()
+        while current is not None and current.snapshot_id not in lineage:
+            lineage.add(current.snapshot_id)
+            parent = current.parent_snapshot_id
+            current = by_id.get(parent) if parent is not None else None
+        self.history.record("read", "ok", "lineage", table=table, values=sorted(lineage))
+        return lineage
+
+    def lease_expires_ms(self, table: str) -> int | None:
+        """When the table's loader lease runs out (epoch ms), or None without one."""
+        from loader.offsets import lease_from_properties
+
+        try:
+            lease = lease_from_properties(self._table(table).properties)
+        except Exception as exc:
+            self.history.record("read", "fail", "lease", table=table, error=str(exc)[:400])
+            return None
+        expires = lease.expires_ms if lease is not None else None
+        owner = lease.owner if lease is not None else None
+        self.history.record("read", "ok", "lease", table=table, owner=owner, expires_ms=expires)
+        return expires
+
+    def location(self, table: str) -> str | None:
+        """The table's location (``s3://bucket/path``), or None when the catalog cannot answer."""
+        try:
+            return str(self._table(table).location())
+        except Exception:
+            return None
+
+
+def _decode_headers(raw: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in raw or []:
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value or "")
+        out[str(key)] = text
+    return out

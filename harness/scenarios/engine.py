@@ -1,0 +1,297 @@
+"""The engine's public API: one :class:`Run` that publishes, drives the loader, injects and
+heals faults, and reads, recording everything in one history.
+
+Scenario steps, generated fault schedules, the state machine and benchmarks all act through
+this API, never through each other's insides. A run owns its world (topics, table), its
+recording client (every Trino query and Kafka read), its loaders, its traffic and the set of
+active faults. Whatever fails, :meth:`Run.heal_all` heals what is still injected, in reverse
+order, and :meth:`Run.teardown` calls it before stopping the loaders and dropping the world.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.scenarios.client import RecordingClient
+from harness.scenarios.faults import Fault, FaultSkipped
+from harness.scenarios.faults.timing import CommitWatcher
+from harness.scenarios.history import Event, History
+from harness.scenarios.loaders import LoaderControl, LoaderOptions
+from harness.scenarios.observe import removed_by_retention
+from harness.scenarios.params import as_dict
+from harness.scenarios.traffic import Phase, Traffic, Workload
+from harness.scenarios.world import Names, World
+from publisher.ledger import LedgerEntry
+
+__all__ = ["Run", "RunSetup"]
+
+
+class RunSetup:
+    """What a run needs to know about the world it makes (a scenario, or a generated schedule).
+
+    Args:
+        name: The run's name (topic and table are named after it).
+        loader: The loader's settings.
+        workload: The publisher's defaults.
+        partitions: Partitions of the source topic.
+        dead_letter: Make a dead-letter topic.
+        extra_columns: Columns beyond the reference table, as (name, Trino type).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        loader: LoaderOptions,
+        workload: Workload,
+        partitions: int = 1,
+        dead_letter: bool = True,
+        extra_columns: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        self.name = name
+        self.loader = loader
+        self.workload = workload
+        self.partitions = partitions
+        self.dead_letter = dead_letter
+        self.extra_columns = extra_columns
+
+
+class Run:
+    """One run on one stack: its world, history, client, loaders, traffic and faults.
+
+    Args:
+        setup: What the world is.
+        stack: A running stack.
+        run_dir: The run's folder (history, ledgers, loader logs).
+        seed: The run's seed (every random choice derives from it).
+        listener: Called with every history event (live progress).
+        names: The world's names (fresh ones by default).
+    """
+
+    def __init__(
+        self,
+        setup: RunSetup,
+        stack: Any,
+        run_dir: Path,
+        seed: int,
+        listener: Callable[[Event], None] | None = None,
+        names: Names | None = None,
+    ) -> None:
+        self.setup_spec = setup
+        self.stack = stack
+        self.run_dir = run_dir
+        self.seed = seed
+        self.rng = random.Random(f"icefloe-scenario:{setup.name}:{seed}")
+        self.names = names or Names.fresh(setup.name, setup.dead_letter)
+        self.history = History(run_dir / "history.jsonl", listener=listener)
+        self.client = RecordingClient(stack, self.history)
+        self.world = World(self.names, self.client, setup.partitions, setup.extra_columns)
+        self.loaders = LoaderControl(
+            self.names, stack, run_dir, self.history, setup.loader, self.rng
+        )
+        self.traffic = Traffic(
+            stack.bootstrap_servers, self.names.topic, run_dir, self.history, seed
+        )
+        self.tasks: dict[str, Any] = {}
+        self._active: list[Fault] = []
+        self._lock = threading.Lock()
+        self._watcher: CommitWatcher | None = None
+
+    @property
+    def workload(self) -> Workload:
+        """The run's publisher defaults."""
+        return self.setup_spec.workload
+
+    @property
+    def table(self) -> str:
+        return self.names.table
+
+    # -- the world ---------------------------------------------------------------
+
+    def setup(self) -> None:
+        """Create the topics and the table."""
+        self.world.create()
+
+    def teardown(self, *, keep: bool = False) -> None:
+        """Heal every active fault, wait for publishers, stop the loaders, drop the world."""
+        self.heal_all()
+        for name, task in list(self.tasks.items()):
+            stop = getattr(task, "stop", None)
+            if stop is not None:
+                stop()
+            self.tasks.pop(name, None)
+        self.traffic.wait(timeout_s=120)
+        self.loaders.close()
+        if not keep:
+            self.world.drop()
+
+    # -- publishing ------------------------------------------------------------------
+
+    def publish(
+        self, name: str, workload: Workload | None = None, *, background: bool = False
+    ) -> Phase:
+        """Publish a phase (the run's workload unless another is given)."""
+        return self.traffic.publish(name, workload or self.workload, background=background)
+
+    def ledger_entries(self, *, finished_only: bool = False) -> list[LedgerEntry]:
+        """Every ledger entry of the run so far."""
+        return self.traffic.entries(finished_only=finished_only)
+
+    # -- the loader ------------------------------------------------------------------------
+
+    def start_loader(self, *, wait: bool = True) -> float:
+        return self.loaders.start(wait=wait)
+
+    def stop_loader(self) -> None:
+        self.loaders.stop()
+
+    def kill_loader(self) -> int | None:
+        return self.loaders.kill()
+
+    def restart_loader(self, *, kill: bool = False, fresh_checkpoint: bool = False) -> float:
+        return self.loaders.restart(kill=kill, fresh_checkpoint=fresh_checkpoint)
+
+    def commit_watcher(self) -> CommitWatcher | None:
+        """A watcher on the table's metadata folder in MinIO's data directory."""
+        if self._watcher is None:
+            location = self.client.location(self.table)
+            data_dir = getattr(getattr(self.stack, "minio", None), "state_dir", None)
+            if location is None or data_dir is None:
+                return None
+            path = data_dir / "data" / location.removeprefix("s3://") / "metadata"
+            self._watcher = CommitWatcher(path)
+        return self._watcher
+
+    # -- faults ----------------------------------------------------------------------------
+
+    def inject(self, fault: Fault) -> bool:
+        """Inject a fault and add it to the active set (even if injecting fails half-way).
+
+        Returns:
+            False when the fault did not apply now (skipped, nothing to heal).
+
+        Raises:
+            Exception: Injecting failed (recorded; the fault stays active, to be healed).
+        """
+        params = getattr(fault, "params", None)
+        self.history.record(
+            "fault",
+            "invoke",
+            f"{fault.name}.inject",
+            kind=fault.kind,
+            lane=fault.lane,
+            params=as_dict(params) if params is not None else {},
+        )
+        with self._lock:
+            self._active.append(fault)
+        try:
+            facts = fault.inject(self)
+        except FaultSkipped as exc:
+            with self._lock:
+                self._active.remove(fault)
+            self.history.record("fault", "info", f"{fault.name}.skipped", reason=str(exc))
+            return False
+        except Exception as exc:
+            self.history.record("fault", "fail", f"{fault.name}.inject", error=str(exc)[:400])
+            raise
+        self.history.record("fault", "ok", f"{fault.name}.inject", **dict(facts))
+        return True
+
+    def heal(self, fault: Fault) -> None:
+        """Heal an active fault and drop it from the set (a failed heal leaves it there).
+
+        Raises:
+            Exception: Healing failed (recorded).
+        """
+        with self._lock:
+            if fault not in self._active:
+                return
+        self.history.record("fault", "invoke", f"{fault.name}.heal")
+        try:
+            facts = fault.heal(self)
+        except Exception as exc:
+            self.history.record("fault", "fail", f"{fault.name}.heal", error=str(exc)[:400])
+            raise
+        with self._lock:
+            if fault in self._active:
+                self._active.remove(fault)
+        self.history.record("fault", "ok", f"{fault.name}.heal", **dict(facts))
+
+    @property
+    def active_faults(self) -> list[Fault]:
+        with self._lock:
+            return list(self._active)
+
+    def heal_all(self, attempts: int = 3) -> list[str]:
+        """Heal every active fault, newest first; return the names of those that stay unhealed."""
+        for _ in range(attempts):
+            for fault in reversed(self.active_faults):
+                try:
+                    self.heal(fault)
+                except Exception:
+                    time.sleep(2.0)
+            if not self.active_faults:
+                break
+        left = [f.name for f in self.active_faults]
+        if left:
+            self.history.record("fault", "fail", "unhealed", faults=left)
+        return left
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def sql(self, name: str, statement: str, **data: Any) -> list[Any]:
+        """One statement on Trino, recorded (``{table}`` in it is the run's table)."""
+        return self.client.sql(name, statement.format(table=self.table), **data)
+
+    def visible_ids(self) -> set[str]:
+        """The event ids the table holds now (recorded)."""
+        return self.client.ids(self.table)
+
+    def read(self, name: str) -> list[str]:
+        """A named read of the ids visible now, recorded in full."""
+        return self.client.visible(name, self.table)
+
+    def expected_ids(self) -> set[str]:
+        """Valid delivered ids that should be in the table (what retention removed aside)."""
+        valid = {e.event_id for e in self.ledger_entries() if e.delivered and e.status == "valid"}
+        return valid - removed_by_retention(self.history)
+
+    def await_loaded(self, timeout_s: float = 180.0, settle_s: float | None = None) -> int:
+        """Wait for the publishers, then until every expected id is visible; return how many
+        are still missing (0: all there)."""
+        self.traffic.wait()
+        expected = self.expected_ids()
+        deadline = time.monotonic() + timeout_s
+        seen: set[str] = set()
+        while time.monotonic() < deadline:
+            try:
+                seen = self.visible_ids()
+            except Exception:
+                seen = set()
+            if expected <= seen:
+                break
+            time.sleep(1.0)
+        missing = len(expected - seen)
+        self.history.record(
+            "read",
+            "ok" if not missing else "fail",
+            "await_loaded",
+            expected=len(expected),
+            visible=len(seen),
+            missing=missing,
+        )
+        settle = 2 * self.loaders.options.trigger_interval_s if settle_s is None else settle_s
+        time.sleep(settle)
+        return missing
+
+    def read_back(self) -> None:
+        """The final reads every check may use: row counts per id, dead letters, columns."""
+        self.client.table_counts(self.table)
+        self.client.commits(self.table, attempts=10)
+        if self.names.dead_letter_topic:
+            self.client.dead_letters(self.names.dead_letter_topic)
+        self.client.columns(self.table)

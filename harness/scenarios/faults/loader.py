@@ -1,0 +1,193 @@
+"""Loader faults: kill -9 (now, at the start of a commit, right after a commit), and the zombie.
+
+Timed kills from outside hit the dangerous windows only by luck; two of these faults use the
+loader's own hooks (``loader.faultpoints``) to be there for sure: a kill ``after_commit`` is
+the loader SIGKILLing itself right after an Iceberg commit, before Spark writes its
+checkpoint; a zombie frozen at ``planned``/``write``/``publish`` freezes itself at that point
+of a batch. A hook is given to one start of the loader. A schedule arms it on the start that
+comes before the fault (``prepare``); otherwise the fault restarts the loader with it.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from harness.scenarios.faults import FaultSkipped, fault_kind
+from harness.scenarios.faults.timing import landed, wait_for_commit
+from loader.faultpoints import (
+    KILL_AFTER_COMMIT_ENV,
+    PAUSE_AFTER_COMMITS_ENV,
+    PAUSE_AT_ENV,
+    PAUSE_POINTS,
+)
+
+__all__ = ["KillLoader", "KillLoaderParams", "ZombieLoader", "ZombieParams"]
+
+_SIGKILL_CODE = -9
+
+
+@dataclass(frozen=True)
+class KillLoaderParams:
+    """Parameters of ``kill_loader``.
+
+    Attributes:
+        at: ``now``; ``commit`` (the moment a commit starts, plus up to ``max_delay_s``);
+            ``after_commit`` (the loader's hook: right after its next commit, before Spark's
+            checkpoint).
+        commit_timeout_s: How long to wait for a commit before killing anyway (for
+            ``after_commit``: for the armed loader to start, commit and kill itself).
+        max_delay_s: Random delay after the commit was seen.
+        restart: Heal by starting the loader and waiting for it (``wait``) or only
+            launching it (``launch``: the next fault may find it still starting).
+    """
+
+    at: Literal["now", "commit", "after_commit"] = "now"
+    commit_timeout_s: float = 120.0
+    max_delay_s: float = 0.0
+    restart: Literal["wait", "launch"] = "wait"
+
+
+@fault_kind("kill_loader", "loader", KillLoaderParams)
+class KillLoader:
+    """kill -9 the loader (inject) and start it again (heal)."""
+
+    kind = "kill_loader"
+    name = "kill_loader"
+    lane = "loader"
+
+    def __init__(self, params: KillLoaderParams, rng: random.Random) -> None:
+        self.params = params
+        self.rng = rng
+        self._snapshot: int | None = None
+
+    def prepare(self, run: Any) -> None:
+        """Arm the next start of the loader for this fault (``after_commit`` only)."""
+        if self.params.at == "after_commit":
+            run.loaders.arm({KILL_AFTER_COMMIT_ENV: "1"}, expect_codes=(_SIGKILL_CODE,))
+
+    def inject(self, run: Any) -> Mapping[str, Any]:
+        p = self.params
+        if p.at == "after_commit":
+            return self._after_commit(run)
+        self._snapshot = wait_for_commit(run, p.at, p.commit_timeout_s, p.max_delay_s, self.rng)
+        pid = run.loaders.kill()
+        return {"at": p.at, "pid": pid, "committing_snapshot": self._snapshot}
+
+    def _after_commit(self, run: Any) -> Mapping[str, Any]:
+        loaders = run.loaders
+        if KILL_AFTER_COMMIT_ENV not in loaders.hooks or not loaders.current.starts:
+            loaders.kill()
+            self.prepare(run)
+            loaders.start(wait=False)
+        exited = loaders.current.wait_exit(self.params.commit_timeout_s)
+        pid = None if exited else loaders.kill()
+        return {"at": "after_commit", "self_killed": exited, "pid": pid}
+
+    def heal(self, run: Any) -> Mapping[str, Any]:
+        landed(run, self.name, self._snapshot)
+        took = run.loaders.start(wait=self.params.restart == "wait")
+        return {"seconds": round(took, 2), "restart": self.params.restart}
+
+
+@dataclass(frozen=True)
+class ZombieParams:
+    """Parameters of ``zombie_loader``.
+
+    Attributes:
+        freeze: ``now`` (SIGSTOP from outside, wherever it is); ``planned``, ``write`` or
+            ``publish`` (the loader's pause hook at that point of its next batch); ``hook``
+            (the pause point the scenario's ``[loader]`` gives its first start).
+        run_s: How long the successor loads before the frozen loader is thawed.
+        grace_s: Extra wait after the lease ran out (clock skew allowance plus margin).
+        freeze_timeout_s: How long to wait for the hook to freeze the loader.
+        step_down_s: How long the thawed loader may take to step down before it is killed.
+        restart: Start the successor and wait for it (``wait``) or only launch it.
+    """
+
+    freeze: Literal["now", "hook", "planned", "write", "publish"] = "hook"
+    run_s: float = 5.0
+    grace_s: float = 1.5
+    freeze_timeout_s: float = 180.0
+    step_down_s: float = 180.0
+    restart: Literal["wait", "launch"] = "wait"
+
+
+@fault_kind("zombie_loader", "loader", ZombieParams)
+class ZombieLoader:
+    """Freeze the loader past its lease, start a successor, thaw it: a zombie writer.
+
+    Whatever the frozen loader was doing must not reach the table; thawed, it must step down
+    (exit ``EXIT_NOT_OWNER``) without stopping its successor, which carries on.
+    """
+
+    kind = "zombie_loader"
+    name = "zombie_loader"
+    lane = "loader"
+
+    def __init__(self, params: ZombieParams, rng: random.Random) -> None:
+        self.params = params
+        self._zombie: Any = None
+
+    def prepare(self, run: Any) -> None:
+        """Arm the next start of the loader with the pause hook (a named point only)."""
+        if self.params.freeze in PAUSE_POINTS:
+            run.loaders.arm({PAUSE_AT_ENV: self.params.freeze, PAUSE_AFTER_COMMITS_ENV: "0"})
+
+    def _armed(self, run: Any) -> bool:
+        point = self.params.freeze
+        if point == "hook":
+            return True  # the scenario's own pause_at, given to the first start
+        return bool(run.loaders.hooks.get(PAUSE_AT_ENV) == point)
+
+    def inject(self, run: Any) -> Mapping[str, Any]:
+        p = self.params
+        loaders = run.loaders
+        fallback = None
+        if p.freeze == "now":
+            if not loaders.is_running():
+                raise FaultSkipped("the loader is not running")
+            loaders.current.freeze()
+        else:
+            if not self._armed(run):
+                loaders.kill()
+                self.prepare(run)
+                loaders.start(wait=False)
+            fallback = self._await_frozen(loaders.current)
+        expires = run.client.lease_expires_ms(run.names.table)
+        if expires is not None:
+            time.sleep(max(0.0, expires / 1000 - time.time()) + p.grace_s)
+        self._zombie = loaders.current
+        _, took = loaders.start_successor(wait=p.restart == "wait")
+        return {
+            "freeze": p.freeze,
+            "freeze_fallback": fallback,
+            "lease_expired_ms": expires,
+            "successor_start_s": round(took, 2),
+        }
+
+    def _await_frozen(self, loader: Any) -> str | None:
+        deadline = time.monotonic() + self.params.freeze_timeout_s
+        while time.monotonic() < deadline:
+            if loader.frozen():
+                return None
+            time.sleep(0.1)
+        if not loader.is_running():
+            raise FaultSkipped("the loader is not running")
+        loader.freeze()  # the hook never fired (no batch with records): freeze it from outside
+        return "now"
+
+    def heal(self, run: Any) -> Mapping[str, Any]:
+        loaders = run.loaders
+        if self._zombie is None:  # the injection stopped before a successor was started
+            loaders.current.thaw()
+            return {"zombie_exit_code": None, "successor_running": False}
+        time.sleep(self.params.run_s)  # the successor commits on top of what the zombie planned
+        code = self._zombie.retire(self.params.step_down_s)
+        self._zombie = None
+        if not loaders.is_running():
+            loaders.start(wait=self.params.restart == "wait")
+        return {"zombie_exit_code": code, "successor_running": bool(loaders.is_running())}

@@ -1,0 +1,424 @@
+"""Generated fault schedules: Hypothesis strategies, the generated world, and profiles.
+
+A generated run is a scenario like any other, built as data (:func:`scenario_doc`): one
+topic, table and loader (supervised, lease 8 s, at most 1000 records a batch), a trickle of
+messages that carry the columns schema faults play with, and one ``schedule`` step whose
+timed events Hypothesis draws (:func:`schedules`), lane by lane. The checks are the
+invariants of ``harness.scenarios.invariants``. So a failing schedule is written as a
+scenario file that runs again with ``icefloe scenario run FILE`` (``harness.scenarios.explore``).
+
+Profiles (:data:`PROFILES`) size the schedules: ``ci`` (one run, at least 40 faults of which
+at least 10 loader kills), ``soak`` (chapters of a long run, see ``harness.scenarios.soak``),
+and ``break`` (small schedules, shrunk on failure, for a loader with a guard switched off).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import strategies as st
+
+from harness.scenarios.faults.loader import KillLoaderParams, ZombieParams
+from harness.scenarios.faults.maintenance import (
+    ExpireParams,
+    OptimizeParams,
+    OrphansParams,
+    RetentionParams,
+)
+from harness.scenarios.faults.schema import AddColumnParams, ColumnParams, RenameParams, WidenParams
+from harness.scenarios.faults.services import KillServiceParams, PauseServiceParams
+from harness.scenarios.faults.topic import AddPartitionsParams
+from harness.scenarios.faults.traffic import BurstParams, MalformedParams
+from harness.scenarios.schedule import Schedule, ScheduledFault
+
+__all__ = ["PROFILES", "Profile", "lane_counts", "scenario_doc", "schedules"]
+
+# The generated world. Messages carry every column of the pool; the table starts with some of
+# them, and schema faults add, widen, rename and drop them while the loader writes.
+LOADER: dict[str, Any] = {
+    "trigger_interval_s": 2.0,
+    "max_offsets_per_trigger": 1000,
+    "lease_ttl_s": 8.0,
+    "restart_on_exit": True,
+}
+INT_POOL = ("xi0", "xi1", "xi2", "xi3")
+FLOAT_POOL = ("xf0", "xf1")
+START_COLUMNS = {"xi0": "integer", "xi1": "integer", "xf0": "real"}
+WORKLOAD: dict[str, Any] = {
+    "window_days": 30.0,
+    "extra_fields": [f"{c}=int" for c in INT_POOL] + [f"{c}=float" for c in FLOAT_POOL],
+}
+PARTITIONS = 2
+_TRINO_TYPE = {"integer": "INTEGER", "real": "REAL", "bigint": "BIGINT", "double": "DOUBLE"}
+CHECKS = ("table_matches_ledger", "dead_letters_match_ledger", "live_invariants", "faults_healed")
+
+
+@dataclass(frozen=True)
+class Lane:
+    """How a profile fills one lane: event count range, gap range (seconds), kinds."""
+
+    events: tuple[int, int]
+    gap_s: tuple[int, int]
+    kinds: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """How big generated schedules are and how they are searched.
+
+    Attributes:
+        name: ``ci``, ``soak`` or ``break``.
+        lanes: Per lane, how it is filled.
+        min_faults: Schedules with fewer faults are not run.
+        min_loader_kills: Nor with fewer ``kill_loader`` events.
+        min_kinds: Nor with fewer different kinds.
+        max_examples: Schedules run per search.
+        shrink: Shrink a failing schedule.
+        shrink_seconds: Budget for shrinking (each try is a run of minutes).
+        monitor_every_s: Live checks.
+        await_timeout_s: How long the table may take to catch up after the schedule.
+        max_pause_s: Longest service pause.
+        services: Services the infra lane may kill or pause.
+        varied: Draw the details of events (restart mode, delays, hold times); a profile made
+            to be shrunk keeps them fixed, so shrinking spends its runs on what matters.
+    """
+
+    name: str
+    lanes: Mapping[str, Lane]
+    min_faults: int = 0
+    min_loader_kills: int = 0
+    min_kinds: int = 1
+    max_examples: int = 1
+    shrink: bool = False
+    shrink_seconds: float = 300.0
+    monitor_every_s: float = 10.0
+    await_timeout_s: float = 420.0
+    max_pause_s: int = 60
+    services: tuple[str, ...] = ("kafka", "minio", "catalog", "trino")
+    varied: bool = True
+
+
+# A loader's first commit after a start comes 1-3 minutes later on a busy 2-core machine: the
+# kills that wait for a commit and the zombies frozen by a hook are the expensive ones.
+_CI_LOADER_KINDS = ("kill_now", "kill_now", "kill_now", "kill_now", "kill_commit", "zombie_now")
+_SOAK_LOADER_KINDS = (
+    "kill_now",
+    "kill_now",
+    "kill_now",
+    "kill_now",
+    "kill_now",
+    "kill_commit",
+    "kill_after_commit",
+    "zombie_now",
+    "zombie_now",
+    "zombie",
+)
+_INFRA_KINDS = ("pause_service", "pause_service", "kill_service")
+_MAINTENANCE_KINDS = ("optimize", "expire_snapshots", "remove_orphan_files", "retention_delete")
+_TRAFFIC_KINDS = ("burst", "malformed_traffic")
+
+PROFILES: dict[str, Profile] = {
+    "ci": Profile(
+        "ci",
+        {
+            "loader": Lane((11, 13), (6, 20), _CI_LOADER_KINDS),
+            "infra": Lane((4, 6), (15, 40), _INFRA_KINDS),
+            "maintenance": Lane((5, 7), (15, 35), _MAINTENANCE_KINDS),
+            "schema": Lane((6, 8), (10, 25), ("schema",)),
+            "topic": Lane((1, 1), (30, 120), ("add_partitions",)),
+            "traffic": Lane((14, 18), (4, 12), _TRAFFIC_KINDS),
+        },
+        min_faults=40,
+        min_loader_kills=10,
+        min_kinds=12,
+        max_pause_s=15,
+        services=("kafka", "minio", "catalog"),
+        await_timeout_s=300.0,
+    ),
+    "soak": Profile(
+        "soak",
+        {
+            "loader": Lane((30, 34), (3, 28), _SOAK_LOADER_KINDS),
+            "infra": Lane((18, 22), (6, 40), (*_INFRA_KINDS, "pause_service")),
+            "maintenance": Lane((40, 48), (4, 18), _MAINTENANCE_KINDS),
+            "schema": Lane((55, 65), (3, 12), ("schema",)),
+            "topic": Lane((0, 1), (60, 600), ("add_partitions",)),
+            "traffic": Lane((110, 130), (1, 7), _TRAFFIC_KINDS),
+        },
+        min_faults=250,
+        min_loader_kills=20,
+        min_kinds=15,
+        max_examples=1000,
+        await_timeout_s=900.0,
+    ),
+    "break": Profile(
+        "break",
+        {
+            "loader": Lane(
+                (1, 3), (15, 15), ("kill_now", "kill_commit", "kill_after_commit", "zombie")
+            ),
+            "infra": Lane((0, 1), (10, 10), _INFRA_KINDS),
+            "maintenance": Lane((0, 1), (10, 10), _MAINTENANCE_KINDS),
+            "schema": Lane((0, 1), (10, 10), ("schema",)),
+            "traffic": Lane((0, 2), (5, 5), _TRAFFIC_KINDS),
+        },
+        max_examples=12,
+        varied=False,
+        monitor_every_s=5.0,
+        shrink=True,
+        shrink_seconds=3600.0,
+        max_pause_s=10,
+        services=("kafka", "minio", "catalog"),
+        await_timeout_s=300.0,
+    ),
+}
+
+
+def _event(kind: str, params: Any, duration: float = 0.0) -> tuple[str, Any, float]:
+    return (kind, params, duration)
+
+
+def _choice(profile: Profile, values: Sequence[Any]) -> st.SearchStrategy[Any]:
+    """One of ``values``; the first only, when the profile keeps details fixed."""
+    return st.sampled_from(list(values)) if profile.varied else st.just(values[0])
+
+
+def _loader_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, Any, float]]:
+    restart = _choice(profile, ["launch", "wait"])
+    if name == "kill_now":
+        params = st.builds(KillLoaderParams, at=st.just("now"), restart=restart)
+        return params.map(lambda p: _event("kill_loader", p))
+    if name == "kill_commit":
+        params = st.builds(
+            KillLoaderParams,
+            at=st.just("commit"),
+            commit_timeout_s=st.just(60.0),
+            max_delay_s=_choice(profile, [0.0, 0.3, 1.0]),
+            restart=restart,
+        )
+        return params.map(lambda p: _event("kill_loader", p))
+    if name == "kill_after_commit":
+        params = st.builds(
+            KillLoaderParams,
+            at=st.just("after_commit"),
+            commit_timeout_s=st.just(300.0),
+            restart=restart,
+        )
+        return params.map(lambda p: _event("kill_loader", p))
+    points = ["now"] if name == "zombie_now" else ["planned", "write", "publish", "now"]
+    zombie = st.builds(
+        ZombieParams,
+        freeze=st.sampled_from(points),
+        run_s=_choice(profile, [4.0, 2.0, 6.0]),
+        freeze_timeout_s=st.just(240.0),
+        step_down_s=st.just(120.0),
+    )
+    return zombie.map(lambda p: _event("zombie_loader", p))
+
+
+def _ints(profile: Profile, low: int, high: int, fixed: int) -> st.SearchStrategy[int]:
+    """An integer in [low, high]; ``fixed`` when the profile keeps details fixed."""
+    return st.integers(low, high) if profile.varied else st.just(fixed)
+
+
+def _infra_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, Any, float]]:
+    services = st.sampled_from(list(profile.services))
+    if name == "pause_service":
+        seconds = _ints(profile, 1, profile.max_pause_s, 5)
+        return st.tuples(services, seconds).map(
+            lambda t: _event("pause_service", PauseServiceParams(t[0]), float(t[1]))  # type: ignore[arg-type]
+        )
+    at = _choice(profile, ["now", "commit"])
+    return st.tuples(services, at, _ints(profile, 0, 15, 5)).map(
+        lambda t: _event(
+            "kill_service",
+            KillServiceParams(t[0], at=t[1], commit_timeout_s=60.0),  # type: ignore[arg-type]
+            float(t[2]),
+        )
+    )
+
+
+def _maintenance_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, Any, float]]:
+    if name == "optimize":
+        return st.just(_event("optimize", OptimizeParams()))
+    if name == "expire_snapshots":
+        return _choice(profile, [0.0, 60.0]).map(
+            lambda r: _event("expire_snapshots", ExpireParams(retention_s=r, timeout_s=30.0))
+        )
+    if name == "remove_orphan_files":
+        return st.just(_event("remove_orphan_files", OrphansParams(retention_s=300.0)))
+    return _ints(profile, 5, 25, 10).map(
+        lambda d: _event("retention_delete", RetentionParams(older_than_days=float(d)))
+    )
+
+
+def _traffic_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, Any, float]]:
+    if name == "burst":
+        fraction = _choice(profile, [0.0, 0.05, 0.1])
+        return st.tuples(_ints(profile, 2, 15, 10), fraction).map(
+            lambda t: _event("burst", BurstParams(seconds=t[0] / 10, malformed_fraction=t[1]))
+        )
+    parts = (_ints(profile, 0, 50, 20), _ints(profile, 20, 100, 50), _ints(profile, 1, 5, 3))
+    return st.tuples(*parts).map(
+        lambda t: _event(
+            "malformed_traffic",
+            MalformedParams(fraction=t[0] / 100, rate=float(t[1]), seconds=float(t[2])),
+        )
+    )
+
+
+def _kind_strategy(lane: str, name: str, profile: Profile) -> st.SearchStrategy[Any]:
+    if lane == "loader":
+        return _loader_event(name, profile)
+    if lane == "infra":
+        return _infra_event(name, profile)
+    if lane == "maintenance":
+        return _maintenance_event(name, profile)
+    if lane == "traffic":
+        return _traffic_event(name, profile)
+    return st.just(_event("add_partitions", AddPartitionsParams(add=1)))
+
+
+def _schema_ops(columns: Mapping[str, str], renamed: int) -> list[tuple[str, Any]]:
+    """The schema changes that apply to ``columns`` (name to Trino type), in a fixed order."""
+    ops: list[tuple[str, Any]] = []
+    for name in (*INT_POOL, *FLOAT_POOL):
+        if name not in columns:
+            kind = "INTEGER" if name in INT_POOL else "REAL"
+            ops.append(("add_column", AddColumnParams(name, kind)))  # type: ignore[arg-type]
+    for name, kind in columns.items():
+        if kind in ("integer", "real"):
+            ops.append(
+                ("widen_column", WidenParams(name, "BIGINT" if kind == "integer" else "DOUBLE"))
+            )
+    for name in columns:
+        if "_r" not in name:
+            ops.append(("rename_column", RenameParams(name, f"{name}_r{renamed}")))
+        ops.append(("drop_column", ColumnParams(name)))
+    return ops
+
+
+@st.composite
+def _schema_lane(draw: Any, lane: Lane) -> list[tuple[float, tuple[str, Any, float]]]:
+    columns = dict(START_COLUMNS)
+    renamed = 0
+    out = []
+    for _ in range(draw(st.integers(*lane.events))):
+        gap = draw(st.integers(*lane.gap_s))
+        kind, params = draw(st.sampled_from(_schema_ops(columns, renamed)))
+        if kind == "add_column":
+            columns[params.column] = params.type.lower()
+        elif kind == "widen_column":
+            columns[params.column] = params.to.lower()
+        elif kind == "rename_column":
+            columns[params.to] = columns.pop(params.column)
+            renamed += 1
+        else:
+            columns.pop(params.column)
+        out.append((float(gap), _event(kind, params)))
+    return out
+
+
+def _lane(lane_name: str, lane: Lane, profile: Profile) -> st.SearchStrategy[Any]:
+    if lane_name == "schema":
+        return _schema_lane(lane)
+    kinds = [_kind_strategy(lane_name, k, profile) for k in lane.kinds]
+    event = st.tuples(st.integers(*lane.gap_s).map(float), st.one_of(*kinds))
+    return st.lists(event, min_size=lane.events[0], max_size=lane.events[1])
+
+
+def _assemble(lanes: Sequence[list[tuple[float, tuple[str, Any, float]]]]) -> Schedule:
+    faults = []
+    for events in lanes:
+        at = 0.0
+        for gap, (kind, params, duration) in events:
+            at += gap
+            faults.append(ScheduledFault(at, kind, params, duration))
+    return Schedule(tuple(sorted(faults, key=lambda f: f.at_s)))
+
+
+def lane_counts(schedule: Schedule) -> dict[str, int]:
+    """Faults per kind, with loader kills and zombies named apart."""
+    return dict(schedule.counts())
+
+
+def schedules(profile: Profile) -> st.SearchStrategy[Schedule]:
+    """Schedules of ``profile``'s size (fewer faults, kills or kinds than it asks are filtered
+    out, so Hypothesis's simplest schedule is never run for ``ci`` and ``soak``)."""
+    parts = [_lane(name, lane, profile) for name, lane in profile.lanes.items()]
+
+    def enough(s: Schedule) -> bool:
+        counts = s.counts()
+        kills = counts.get("kill_loader", 0)
+        return (
+            len(s.faults) >= profile.min_faults
+            and kills >= profile.min_loader_kills
+            and len(counts) >= profile.min_kinds
+            and bool(s.faults)
+        )
+
+    return st.tuples(*parts).map(_assemble).filter(enough)
+
+
+@dataclass(frozen=True)
+class WorldOptions:
+    """Settings of a generated world beyond the defaults.
+
+    Attributes:
+        loader: Loader overrides (a break: ``exactly_once = false``, ``fencing = false``).
+        trickle_rate: Messages per second in the background.
+    """
+
+    loader: Mapping[str, Any] = field(default_factory=dict)
+    trickle_rate: float = 5.0
+
+
+def scenario_doc(
+    schedule: Schedule, profile: Profile, world: WorldOptions | None = None, *, name: str
+) -> dict[str, Any]:
+    """The scenario a generated schedule is played as (and written as when it fails).
+
+    Args:
+        schedule: The timed faults.
+        profile: Its profile (live check interval, catch-up timeout).
+        world: Loader overrides and the trickle.
+        name: The scenario's name.
+
+    Returns:
+        The decoded form of a scenario file (``harness.scenarios.model.parse`` reads it).
+    """
+    world = world or WorldOptions()
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(schedule.counts().items()))
+    return {
+        "title": f"Generated fault schedule ({profile.name}): {len(schedule.faults)} faults",
+        "description": (
+            f"A schedule drawn by Hypothesis ({profile.name} profile): {counts}. Lanes play side "
+            "by side against one topic, table and loader while a trickle of messages flows; the "
+            "invariants are checked live and after everything is healed."
+        ),
+        "topic": {"partitions": PARTITIONS, "dead_letter": True},
+        "table": {"extra_columns": [[c, _TRINO_TYPE[t]] for c, t in START_COLUMNS.items()]},
+        "loader": {**LOADER, **dict(world.loader)},
+        "workload": dict(WORKLOAD),
+        "steps": [
+            {"do": "trickle", "action": "start", "rate": world.trickle_rate},
+            {
+                "do": "schedule",
+                "monitor_every_s": profile.monitor_every_s,
+                "events": schedule.to_docs(),
+            },
+            {"do": "trickle", "action": "stop"},
+            {"do": "start_loader", "only_if_stopped": True},
+            {"do": "await_loaded", "timeout_s": profile.await_timeout_s, "skip_if_failed": True},
+            {"do": "stop_loader"},
+        ],
+        "checks": [{"check": c} for c in CHECKS],
+    }
+
+
+def with_loader(world: WorldOptions, **overrides: Any) -> WorldOptions:
+    """``world`` with more loader overrides."""
+    return dataclasses.replace(world, loader={**dict(world.loader), **overrides})

@@ -1,0 +1,300 @@
+"""Invariants of a generated run: pure checks over the history and the ledgers.
+
+While the run goes (the monitor reads the table, its duplicates and the dead-letter topic
+every few seconds through the recording client), :func:`live_anomalies` says whether what was
+read so far breaks a rule: no id twice, no id that was not published, nothing valid in the
+dead-letter topic. Ids of a publish phase still running are judged once its ledger is complete.
+
+After everything is healed and the table has caught up, the final checks compare the whole:
+``table_matches_ledger`` (the table holds each valid delivered message once, minus what a
+retention DELETE removed, and nothing else) and ``dead_letters_match_ledger`` (the dead-letter
+topic, de-duplicated on source topic/partition/offset, holds exactly the malformed messages).
+``faults_healed`` says every injected fault was healed; ``live_invariants`` replays the live
+rules over the whole history. All are registered as checkers, so scenario files name them.
+
+A message whose delivery the publisher could not confirm (a broker killed mid-send) may or may
+not be in Kafka: it may be in the table once, or not at all, never twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.scenarios.checkers import (
+    UNKNOWN,
+    CheckResult,
+    Found,
+    Observed,
+    checker,
+    fault_windows,
+)
+from harness.scenarios.history import Event, History, select
+from harness.scenarios.observe import dead_letters, removed_by_retention
+from publisher.ledger import LedgerEntry
+
+__all__ = ["LedgerIndex", "LiveJudge", "live_anomalies"]
+
+_PREFIX = 24  # event ids share a 24-character prefix per publish phase (publisher.messages)
+
+
+def _coords(e: LedgerEntry) -> tuple[str, int, int]:
+    return (e.topic, e.partition, -1 if e.offset is None else e.offset)
+
+
+@dataclass
+class LedgerIndex:
+    """The ledger as the invariants look things up.
+
+    Attributes:
+        entries: Ledger entries of finished phases.
+        running: Event-id prefixes of phases still publishing (their ids are judged later).
+    """
+
+    entries: Sequence[LedgerEntry]
+    running: frozenset[str] = frozenset()
+    by_id: dict[str, LedgerEntry] = field(init=False)
+    by_coords: dict[tuple[str, int, int], LedgerEntry] = field(init=False)
+    prefixes: set[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.by_id = {e.event_id: e for e in self.entries}
+        self.by_coords = {_coords(e): e for e in self.entries if e.delivered}
+        self.prefixes = {e.event_id[:_PREFIX] for e in self.entries}
+
+    def pending(self, event_id: str) -> bool:
+        return event_id[:_PREFIX] in self.running
+
+
+def _judge_id(eid: str, index: LedgerIndex, found: Found, where: str) -> None:
+    if index.pending(eid):
+        return
+    entry = index.by_id.get(eid)
+    if entry is None:
+        found.add("unexpected", f"{eid}: never published ({where})")
+    elif entry.status == "malformed":
+        found.add("misrouted", f"malformed {eid} ({entry.kind}) in the table ({where})")
+
+
+class LiveJudge:
+    """Judges a run's reads as they come in: each :meth:`update` looks at the reads recorded
+    since the previous one, and again at ids (and dead letters) that belonged to a phase still
+    publishing then."""
+
+    def __init__(self) -> None:
+        self.found = Found()
+        self._next = 0
+        self._pending_ids: set[str] = set()
+        self._pending_letters: set[tuple[str, int, int]] = set()
+
+    def update(self, history: History, index: LedgerIndex) -> dict[str, Any]:
+        """Judge what is new; return every anomaly found so far (empty: all well)."""
+        events = history.events[self._next :]
+        self._next += len(events)
+        ids = set(self._pending_ids)
+        letters = set(self._pending_letters)
+        for event in select(events, "read", phase="ok"):
+            if event.name == "duplicates":
+                for eid, n in event.data.get("values") or ():
+                    self.found.add("duplicated", f"{eid} x{n} (read {event.index})")
+            elif event.name == "ids":
+                ids.update(event.data.get("added", ()))
+            elif event.name == "dead_letters":
+                letters.update(s for d in event.data.get("values") or () if (s := _source(d)))
+        self._pending_ids = {eid for eid in ids if index.pending(eid)}
+        for eid in ids - self._pending_ids:
+            _judge_id(eid, index, self.found, "live")
+        self._pending_letters = set()
+        for src in letters:
+            entry = index.by_coords.get(src)
+            if entry is None:
+                self._pending_letters.add(src)
+            elif entry.status == "valid":
+                self.found.add("misrouted", f"valid {entry.event_id} at {src} dead-lettered")
+        return {
+            n: {"count": a.count, "examples": a.examples} for n, a in self.found.anomalies.items()
+        }
+
+
+def _source(letter: Mapping[str, Any]) -> tuple[str, int, int] | None:
+    headers = letter["headers"]
+    try:
+        return (
+            headers["icefloe.source.topic"],
+            int(headers["icefloe.source.partition"]),
+            int(headers["icefloe.source.offset"]),
+        )
+    except (KeyError, ValueError):
+        return None
+
+
+def live_anomalies(events: Iterable[Event], index: LedgerIndex) -> dict[str, Any]:
+    """What the reads among ``events`` show against the rules (empty: all well).
+
+    Args:
+        events: History events (only ``read`` events of ``ids``, ``duplicates`` and
+            ``dead_letters`` count).
+        index: The ledger of finished phases and the prefixes of running ones.
+
+    Returns:
+        Anomaly name to its examples and count, as ``CheckResult.anomalies`` holds them.
+    """
+    found = Found()
+    for event in select(events, "read", phase="ok"):
+        if event.name == "duplicates":
+            for eid, n in event.data.get("values") or ():
+                found.add("duplicated", f"{eid} x{n} at {event.index}")
+        elif event.name == "ids":
+            for eid in event.data.get("added", ()):
+                _judge_id(eid, index, found, f"read {event.index}")
+        elif event.name == "dead_letters":
+            for d in event.data.get("values") or ():
+                src = _source(d)
+                entry = index.by_coords.get(src) if src else None
+                if entry is not None and entry.status == "valid":
+                    found.add("misrouted", f"valid {entry.event_id} {src} dead-lettered")
+    return {n: {"count": a.count, "examples": a.examples} for n, a in found.anomalies.items()}
+
+
+@checker("live_invariants")
+def check_live_invariants(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """The live rules replayed over the whole run: no read ever saw an id twice, an id that was
+    not published, or a valid message in the dead-letter topic."""
+    reads = [e for e in select(history, "read", phase="ok") if e.name in ("ids", "duplicates")]
+    if not reads:
+        return CheckResult("live_invariants", UNKNOWN, "the table was never read during the run")
+    found = Found()
+    for name, a in live_anomalies(history, LedgerIndex(ledger)).items():
+        for example in a["examples"]:
+            found.add(name, example)
+        found.anomalies[name].count = a["count"]
+    return found.result(
+        "live_invariants",
+        f"{len(reads)} reads during the run, none broke a rule",
+        {"reads": len(reads)},
+    )
+
+
+@checker("table_matches_ledger")
+def check_table_matches_ledger(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """The table holds every valid delivered message once, except those a retention DELETE
+    removed (which must stay gone), and nothing else.
+
+    Returns:
+        ``invalid`` with ``lost``, ``duplicated``, ``undeleted``, ``misrouted`` or
+        ``unexpected``; ``unknown`` when nothing valid was delivered or the table never read.
+    """
+    counts = observed.table_counts
+    if not select(history, "read", "table", "ok"):
+        return CheckResult("table_matches_ledger", UNKNOWN, "the table was not read back")
+    removed = removed_by_retention(history)
+    found = Found()
+    valid = maybe = 0
+    for e in ledger:
+        n = counts.get(e.event_id, 0)
+        where = f"{e.event_id} ({e.topic}/{e.partition}@{e.offset})"
+        if e.status != "valid":
+            if n:
+                found.add("misrouted", f"malformed {where} ({e.kind}) in the table")
+        elif not e.delivered:
+            maybe += 1  # unconfirmed: there once or not at all
+            if n > 1:
+                found.add("duplicated", f"{where} x{n} (delivery unconfirmed)")
+        elif e.event_id in removed:
+            if n:
+                found.add("undeleted", f"{where} removed by retention, back x{n}")
+        else:
+            valid += 1
+            if n == 0:
+                found.add("lost", where)
+            elif n > 1:
+                found.add("duplicated", f"{where} x{n}")
+    known = {e.event_id for e in ledger}
+    for eid in counts.keys() - known:
+        found.add("unexpected", f"{eid}: never published")
+    if not valid:
+        return CheckResult("table_matches_ledger", UNKNOWN, "no valid message was delivered")
+    rows = sum(counts.values())
+    stats = {
+        "expected": valid,
+        "rows": rows,
+        "removed_by_retention": len(removed),
+        "unconfirmed": maybe,
+    }
+    return found.result(
+        "table_matches_ledger",
+        f"{valid} valid messages exactly once, {len(removed)} removed by retention, {rows} rows",
+        stats,
+    )
+
+
+@checker("dead_letters_match_ledger")
+def check_dead_letters_match_ledger(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """The dead-letter topic, de-duplicated on source topic/partition/offset, holds every
+    malformed delivered message and nothing else.
+
+    Returns:
+        ``invalid`` with ``lost`` (a malformed message not dead-lettered), ``misrouted`` (a
+        valid one dead-lettered) or ``unexpected`` (a letter whose source was never sent);
+        ``unknown`` when no malformed message was delivered.
+    """
+    letters = observed.dead_letters or dead_letters(history)
+    sources = {d.source for d in letters if d.source is not None}
+    index = LedgerIndex(ledger)
+    found = Found()
+    malformed = [e for e in ledger if e.delivered and e.status == "malformed"]
+    for e in malformed:
+        if _coords(e) not in sources:
+            found.add("lost", f"{e.event_id} ({e.kind}) at {_coords(e)} not dead-lettered")
+    for src in sources:
+        entry = index.by_coords.get(src)  # type: ignore[arg-type]
+        if entry is None:
+            if not any(e.topic == src[0] and not e.delivered for e in ledger):  # type: ignore[index]
+                found.add("unexpected", f"dead letter from {src}: never published")
+        elif entry.status == "valid":
+            found.add("misrouted", f"valid {entry.event_id} at {src} dead-lettered")
+    if not malformed:
+        return CheckResult("dead_letters_match_ledger", UNKNOWN, "no malformed message was sent")
+    stats = {
+        "malformed": len(malformed),
+        "letters": len(letters),
+        "redelivered": len(letters) - len(sources),
+    }
+    return found.result(
+        "dead_letters_match_ledger",
+        f"{len(malformed)} malformed messages dead-lettered ({len(letters) - len(sources)} twice)",
+        stats,
+    )
+
+
+@checker("faults_healed")
+def check_faults_healed(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """Every fault injected (or half-injected) was healed.
+
+    Returns:
+        ``invalid`` with ``unhealed``; ``unknown`` when no fault was injected.
+    """
+    windows = fault_windows(history)
+    failed = [e for e in select(history, "fault", phase="fail") if e.name.endswith(".inject")]
+    found = Found()
+    for name, _inject, heal in windows:
+        if heal is None:
+            found.add("unhealed", name)
+    heals = [e for e in select(history, "fault", phase="ok") if e.name.endswith(".heal")]
+    for e in failed:
+        base = e.name.rpartition(".")[0]
+        if not any(h.name == f"{base}.heal" and h.index > e.index for h in heals):
+            found.add("unhealed", f"{base} (its injection failed)")
+    if not windows and not failed:
+        return CheckResult("faults_healed", UNKNOWN, "no fault was injected")
+    stats = {"injected": len(windows), "healed": len(heals), "failed_injections": len(failed)}
+    return found.result("faults_healed", f"{len(windows)} faults injected, all healed", stats)

@@ -1,0 +1,193 @@
+"""What a run read, rebuilt from its history and ledgers alone (pure; no service is asked).
+
+The recording client writes every read into the history, repeated reads as differences. This
+module replays them: the rows per id of the final read-back, every dead letter read, the ids
+visible at any moment, when each id was first seen, the ids retention removed, named reads,
+and the facts the publisher's seeds give (event times, generated values). The checkers get
+all of it as an :class:`~harness.scenarios.checkers.Observed`, during a run and afterwards
+from the saved files alike (``icefloe scenario check RUN_DIR``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from harness.scenarios.checkers import DeadLetter, Observed
+from harness.scenarios.history import Event, History, select
+from harness.scenarios.params import parse_params
+from publisher.ledger import Ledger, LedgerEntry
+
+__all__ = [
+    "REFERENCE_VALUE_COLUMNS",
+    "dead_letters",
+    "first_seen",
+    "ids_timeline",
+    "ledger_entries",
+    "observed",
+    "phases",
+    "removed_by_retention",
+    "table_counts",
+]
+
+NAMED_READS = ("before_delete", "visible_at_halt", "compaction", "rows")
+
+
+def _reference_value_columns() -> tuple[str, ...]:
+    from pyiceberg.types import TimestamptzType
+
+    from publisher.rows import EVENT_ID_FIELD, reference_schema
+
+    return tuple(
+        f.name
+        for f in reference_schema().fields
+        if f.field_type.is_primitive
+        and not isinstance(f.field_type, TimestamptzType)
+        and f.name != EVENT_ID_FIELD
+    )
+
+
+REFERENCE_VALUE_COLUMNS = _reference_value_columns()
+"""What a ``values`` check compares unless told otherwise: the reference table's scalar
+columns (its timestamp, rendered in many zones, aside)."""
+
+
+def ids_timeline(history: Iterable[Event]) -> Iterator[tuple[Event, set[str]]]:
+    """Every id read, in order, with the set of ids visible then (the differences replayed)."""
+    visible: set[str] = set()
+    for event in select(history, "read", "ids", "ok"):
+        visible -= set(event.data.get("removed", ()))
+        visible |= set(event.data.get("added", ()))
+        yield event, visible
+
+
+def first_seen(history: Iterable[Event]) -> dict[str, float]:
+    """When each id was first seen visible (epoch seconds)."""
+    seen: dict[str, float] = {}
+    for event in select(history, "read", "ids", "ok"):
+        for eid in event.data.get("added", ()):
+            seen.setdefault(eid, event.time)
+    return seen
+
+
+def removed_by_retention(history: Iterable[Event]) -> set[str]:
+    """Ids a retention DELETE removed (recorded by the ``retention_delete`` fault)."""
+    out: set[str] = set()
+    for event in select(history, "read", "retention_removed", "ok"):
+        out.update(event.data.get("values") or ())
+    return out
+
+
+def table_counts(history: Iterable[Event]) -> dict[str, int]:
+    """Rows per event id in the last full read of the table (empty if none was made)."""
+    reads = select(history, "read", "table", "ok")
+    return {str(k): int(v) for k, v in reads[-1].data.get("values", ())} if reads else {}
+
+
+def dead_letters(history: Iterable[Event]) -> list[DeadLetter]:
+    """Every dead letter read during the run, in the order of the topic."""
+    out: list[DeadLetter] = []
+    for event in select(history, "read", "dead_letters", "ok"):
+        for d in event.data.get("values") or ():
+            out.append(DeadLetter(int(d["partition"]), int(d["offset"]), dict(d["headers"])))
+    return out
+
+
+def _last_values(history: Iterable[Event], name: str) -> Any:
+    reads = select(history, "read", name, "ok")
+    return reads[-1].data.get("values") if reads else None
+
+
+def ledger_entries(run_dir: Path) -> list[LedgerEntry]:
+    """Every ledger entry of a run (its ``ledgers/`` folder)."""
+    out: list[LedgerEntry] = []
+    for path in sorted((run_dir / "ledgers").glob("*.jsonl")):
+        out.extend(Ledger.read(path).entries)
+    return out
+
+
+def phases(run_dir: Path) -> dict[str, list[str]]:
+    """The event ids of each publish phase (ledger file stem)."""
+    return {
+        p.stem: [e.event_id for e in Ledger.read(p).entries]
+        for p in sorted((run_dir / "ledgers").glob("*.jsonl"))
+    }
+
+
+def _regenerated(history: History, run_dir: Path, valid: set[str]) -> list[tuple[str, dict]]:
+    """Plain (undrifted) rows of every valid message, regenerated from the phase seeds that the
+    history's publish events name."""
+    from harness.scenarios.traffic import Workload, generation
+    from publisher.drift import DriftConfig
+    from publisher.messages import generate
+
+    out: list[tuple[str, dict[str, Any]]] = []
+    for event in select(history, "publish", "publish", "invoke"):
+        path = run_dir / str(event.data.get("ledger", ""))
+        if not path.is_file():
+            continue
+        entries = Ledger.read(path).entries
+        if not entries:
+            continue
+        workload = parse_params(Workload, event.data["workload"], "publish")
+        # Drift never changes the values of a valid row, so the plain row is the truth.
+        plain = dataclasses.replace(
+            generation(workload, int(event.data["seed"])), drift=DriftConfig()
+        )
+        for m in generate(plain, max(e.seq for e in entries) + 1):
+            if m.event_id in valid and m.kind is None and m.value is not None:
+                out.append((m.event_id, json.loads(m.value)))
+    return out
+
+
+def _micros(text: str) -> int:
+    return int(dt.datetime.fromisoformat(text).timestamp() * 1_000_000)
+
+
+def observed(
+    history: History,
+    run_dir: Path,
+    ledger: Sequence[LedgerEntry],
+    checks: Iterable[tuple[str, Mapping[str, Any]]] = (),
+) -> Observed:
+    """What the run read back, for the checkers.
+
+    Args:
+        history: The run's history.
+        run_dir: The run's folder (its ledgers).
+        ledger: Every ledger entry of the run.
+        checks: (checker name, params) of the checks to come: decides which generated facts
+            (event times, expected values) are worth regenerating.
+
+    Returns:
+        The readings.
+    """
+    reads: dict[str, Any] = {}
+    for name in NAMED_READS:
+        value = _last_values(history, name)
+        if value is not None:
+            reads[name] = value
+    reads["columns"] = _last_values(history, "columns") or []
+    reads["first_seen"] = first_seen(history)
+    for event in select(history, "read", phase="ok"):
+        if event.name.startswith("column:"):
+            reads[event.name] = dict(event.data.get("values") or {})
+    facts: dict[str, Any] = {"phases": phases(run_dir)}
+    wanted = {name for name, _ in checks}
+    if wanted & {"retention", "values"}:
+        valid = {e.event_id for e in ledger if e.delivered and e.status == "valid"}
+        rows = _regenerated(history, run_dir, valid)
+        if "retention" in wanted:
+            facts["event_times"] = {eid: _micros(row["timestamp"]) for eid, row in rows}
+        for name, params in checks:
+            if name == "values":
+                named = params.get("columns") or REFERENCE_VALUE_COLUMNS
+                columns = [c for c in named if c in reads["columns"]]
+                facts["expected_rows"] = {
+                    eid: {c: row[c] for c in columns if c in row} for eid, row in rows
+                }
+    return Observed(table_counts(history), dead_letters(history), reads, facts)

@@ -1,0 +1,314 @@
+"""The soak: generated fault schedules, chapter after chapter, against one long-lived world.
+
+One topic, table and loader live for the whole soak. Hypothesis draws a chapter's schedule
+(profile ``soak`` of ``harness.scenarios.generate``: hundreds of cheap faults - traffic,
+malformed fractions, schema changes, pauses, maintenance - among dozens of loader kills and
+zombie writers), the player plays it while the monitor checks the live invariants, and at the
+chapter's end every fault is healed. Chapters follow until the time is up.
+Only after the last chapter does the table catch up and the final checks compare it and the
+dead-letter topic with the ledgers (a catch-up per chapter would cost minutes of faults). A
+failure stops the soak and its chapter is written as a scenario file that plays it again on a
+fresh world; the soak reports faults per minute, per kind, and the totals.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.scenarios.checkers import CheckResult, fault_windows
+from harness.scenarios.engine import Run, RunSetup
+from harness.scenarios.generate import (
+    LOADER,
+    PARTITIONS,
+    PROFILES,
+    START_COLUMNS,
+    WORKLOAD,
+    Profile,
+    WorldOptions,
+    scenario_doc,
+    schedules,
+)
+from harness.scenarios.history import Event, select
+from harness.scenarios.loaders import LoaderOptions
+from harness.scenarios.model import parse
+from harness.scenarios.params import parse_params
+from harness.scenarios.player import Monitor, SchedulePlayer
+from harness.scenarios.runner import judge, record_checks
+from harness.scenarios.schedule import Schedule
+from harness.scenarios.steps import perform
+from harness.scenarios.traffic import Workload
+
+__all__ = ["SoakResult", "soak"]
+
+
+@dataclass
+class SoakResult:
+    """What a soak did and found.
+
+    Attributes:
+        run_dir: Its folder (history, ledgers, report, timeline).
+        minutes: The time asked for.
+        elapsed_s: Wall-clock seconds, setup to teardown.
+        chapters: Schedules played.
+        faults: Faults injected, per kind (``kill_loader``, ``kill_kafka``...).
+        fault_minutes: Minutes during which faults were injected (first to last injection).
+        checks: The final checks of the last chapter.
+        anomalies: Anomaly name to count over every check.
+        unhealed: Faults left unhealed.
+        load: 1-minute load averages sampled during the soak.
+        failure: What failed, if anything did.
+        written: The scenario file a failing chapter was written to.
+    """
+
+    run_dir: Path
+    minutes: float
+    elapsed_s: float = 0.0
+    chapters: int = 0
+    faults: Counter[str] = field(default_factory=Counter)
+    fault_minutes: float = 0.0
+    checks: list[CheckResult] = field(default_factory=list)
+    anomalies: Counter[str] = field(default_factory=Counter)
+    unhealed: int = 0
+    load: list[float] = field(default_factory=list)
+    failure: str | None = None
+    written: Path | None = None
+
+    @property
+    def total(self) -> int:
+        return sum(self.faults.values())
+
+    @property
+    def per_minute(self) -> float:
+        return self.total / self.fault_minutes if self.fault_minutes else 0.0
+
+    @property
+    def passed(self) -> bool:
+        return (
+            self.failure is None
+            and not self.anomalies
+            and not self.unhealed
+            and bool(self.checks)
+            and all(c.ok for c in self.checks)
+        )
+
+
+def _setup(world: WorldOptions) -> RunSetup:
+    loader = parse_params(LoaderOptions, {**LOADER, **dict(world.loader)}, "soak loader")
+    columns = tuple((c, t.upper()) for c, t in START_COLUMNS.items())
+    return RunSetup(
+        "soak", loader, parse_params(Workload, WORKLOAD, "soak workload"), PARTITIONS, True, columns
+    )
+
+
+class _Soak:
+    """The long-lived world and the chapters played on it."""
+
+    def __init__(
+        self, stack: Any, run: Run, profile: Profile, deadline: float, world: WorldOptions
+    ):
+        self.stack, self.run, self.profile, self.deadline = stack, run, profile, deadline
+        self.world = world
+        self.player: SchedulePlayer | None = None
+        self.monitor = Monitor(run, profile.monitor_every_s, on_failure=self._stop_player)
+        self.failure: str | None = None
+        self.failed_schedule: Schedule | None = None
+        self.chapters = 0
+        self.schedules: list[Schedule] = []
+        self.checks: list[CheckResult] = []
+
+    def _stop_player(self) -> None:
+        if self.player is not None:
+            self.player.stop()
+
+    def chapter(self, schedule: Schedule) -> None:
+        """Play one schedule (the world and its trickle go on into the next chapter); after
+        the last one, heal, catch up and check everything."""
+        if self.failure is not None or time.monotonic() >= self.deadline:
+            return
+        run = self.run
+        self.chapters += 1
+        self.schedules.append(schedule)
+        run.history.record(
+            "info",
+            "info",
+            "chapter",
+            number=self.chapters,
+            faults=len(schedule.faults),
+            kinds=dict(schedule.counts()),
+        )
+        if "trickle" not in run.tasks:
+            perform(run, "trickle", {"action": "start", "rate": self.world.trickle_rate})
+        self.player = SchedulePlayer(run, schedule, start_loader=self.chapters == 1)
+        timer = threading.Timer(max(0.0, self.deadline - time.monotonic()), self._stop_player)
+        timer.daemon = True
+        timer.start()
+        try:
+            self.player.play()
+        finally:
+            timer.cancel()
+            run.heal_all()
+        if self.monitor.failure or time.monotonic() >= self.deadline:
+            self.finish()
+
+    def finish(self) -> None:
+        """Stop the trickle, let the table catch up, and check everything so far."""
+        run = self.run
+        perform(run, "trickle", {"action": "stop"})
+        schedule = self.schedules[-1]
+        if not self.monitor.failure:
+            perform(run, "start_loader", {"only_if_stopped": True})
+            run.await_loaded(self.profile.await_timeout_s)
+        self.monitor.check_now()
+        run.read_back()
+        scenario = parse(scenario_doc(schedule, self.profile, self.world, name="soak"), name="soak")
+        self.checks = judge(scenario, run.history, run.run_dir)
+        for result in self.checks:
+            record_checks(
+                run.history,
+                [result],
+                anomalies={n: a.count for n, a in result.anomalies.items()},
+                chapter=self.chapters,
+            )
+        bad = [c for c in self.checks if not c.ok] + (
+            [CheckResult("live", "invalid", str(self.monitor.failure))]
+            if self.monitor.failure
+            else []
+        )
+        if bad:
+            self.failure = "; ".join(f"{c.check}: {c.summary}" for c in bad)
+            self.failed_schedule = schedule
+            raise AssertionError(self.failure)
+
+
+def _sample_load(stop: threading.Event, load: list[float]) -> None:
+    while not stop.wait(60.0):
+        load.append(round(os.getloadavg()[0], 2))
+
+
+def soak(
+    stack: Any,
+    minutes: float,
+    *,
+    reports_dir: Path = Path("reports"),
+    seed: int | None = None,
+    world: WorldOptions | None = None,
+    listener: Callable[[Event], None] | None = None,
+) -> SoakResult:
+    """Play generated chapters against one world until ``minutes`` are up; check, report.
+
+    Args:
+        stack: A running stack.
+        minutes: How long faults are injected (the catch-up after the last chapter adds to it).
+        reports_dir: Where the run's folder goes.
+        seed: Hypothesis's seed and the run's (drawn if None; printed in the report).
+        world: Loader overrides and the trickle.
+        listener: Every history event (progress).
+
+    Returns:
+        What the soak did and found (its report is ``report.md`` in its folder).
+    """
+    from hypothesis import HealthCheck, Phase, given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    world = world or WorldOptions()
+    seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
+    profile = PROFILES["soak"]
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    run = Run(_setup(world), stack, reports_dir / "runs" / f"{stamp}-soak", seed, listener)
+    result = SoakResult(run.run_dir, minutes, load=[round(os.getloadavg()[0], 2)])
+    began = time.monotonic()
+    state = _Soak(stack, run, profile, began + minutes * 60, world)
+    stop_sampling = threading.Event()
+    threading.Thread(target=_sample_load, args=(stop_sampling, result.load), daemon=True).start()
+    run.history.record("info", "info", "soak", minutes=minutes, seed=seed, **run.names.as_dict())
+    # A chapter runs several minutes; a few more examples than chapters can fit are allowed.
+    examples = int(minutes // 4) + 2
+
+    @hypothesis_seed(seed)
+    @settings(
+        max_examples=examples,
+        phases=[Phase.generate],
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        print_blob=True,
+    )
+    @given(schedules(profile))
+    def chapter(schedule: Schedule) -> None:
+        state.chapter(schedule)
+
+    try:
+        run.setup()
+        state.monitor.start()
+        chapter()
+        if not state.checks and state.schedules:
+            state.finish()  # Hypothesis ran out of examples before the time was up
+    except AssertionError:
+        pass  # recorded in state.failure
+    except Exception as exc:
+        # Hypothesis replays a failed chapter, which returns at once, and calls the failure
+        # flaky: the chapter's own failure is the one to report.
+        if state.failure is None:
+            result.failure = f"{type(exc).__name__}: {exc}"
+            run.history.record("info", "fail", "soak", error=result.failure)
+    finally:
+        state.monitor.stop()
+        stop_sampling.set()
+        result.unhealed = len(run.heal_all())
+        run.teardown()
+    result.failure = result.failure or state.failure
+    result.chapters, result.checks = state.chapters, state.checks
+    result.elapsed_s = time.monotonic() - began
+    _tally(result, run)
+    if state.failed_schedule is not None:
+        result.written = _write(state, result)
+    return result
+
+
+def _tally(result: SoakResult, run: Run) -> None:
+    injected = [e for e in select(run.history, "fault", phase="ok") if e.name.endswith(".inject")]
+    result.faults = Counter(e.name.rpartition(".")[0] for e in injected)
+    if injected:
+        result.fault_minutes = max((injected[-1].time - injected[0].time) / 60, 1 / 60)
+    for check in result.checks:
+        for name, a in check.anomalies.items():
+            result.anomalies[name] += a.count
+    result.unhealed += sum(1 for _, _, heal in fault_windows(run.history) if heal is None)
+
+
+def _write(state: _Soak, result: SoakResult) -> Path:
+    from harness.scenarios.explore import write_found
+    from harness.scenarios.runner import RunResult
+
+    assert state.failed_schedule is not None
+    doc = scenario_doc(state.failed_schedule, state.profile, state.world, name="soak_chapter")
+    scenario = parse(doc, name="soak_chapter")
+    stand_in = RunResult(
+        scenario,
+        state.run.seed,
+        None,
+        state.checks,
+        "invalid",
+        result.elapsed_s,
+        [],
+        state.run.run_dir,
+        state.run.names.as_dict(),
+        result.failure,
+        state.run.history,
+    )
+    note = (
+        f"Chapter {state.chapters} of a soak that failed ({result.failure}); "
+        "played again here on a fresh world."
+    )
+    return write_found(
+        stand_in, state.failed_schedule, state.run.run_dir / "failed-chapter.toml", note
+    )

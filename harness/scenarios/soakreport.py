@@ -1,0 +1,88 @@
+"""The soak's report: faults per minute, per kind and in total, the verdicts, the picture.
+
+``report.md`` and ``timeline.png`` go into the soak's run folder next to its history, so the
+verdicts can be recomputed there later (``icefloe scenario check`` works on chapters written
+as scenario files; the soak's own checks are in its history as ``check`` events).
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+from harness.scenarios.history import History
+from harness.scenarios.observe import ledger_entries
+from harness.scenarios.soak import SoakResult
+from harness.scenarios.timeline import draw
+
+__all__ = ["summary", "write"]
+
+HEADLINE = ("lost", "duplicated", "misrouted", "undeleted", "unexpected")
+
+
+def summary(result: SoakResult) -> list[str]:
+    """Console lines: the outcome, the figures, faults per kind."""
+    kills = result.faults.get("kill_loader", 0)
+    zombies = result.faults.get("zombie_loader", 0)
+    load = result.load or [0.0]
+    lines = [
+        f"{'PASS' if result.passed else 'FAIL'} soak: {result.minutes:g} min asked, "
+        f"{result.elapsed_s / 60:.1f} min in all, {result.chapters} chapters",
+        f"faults: {result.total} in {result.fault_minutes:.1f} min = {result.per_minute:.1f}/min; "
+        f"loader kills {kills}, zombie pauses {zombies}",
+        "anomalies: "
+        + ", ".join(f"{result.anomalies.get(n, 0)} {n}" for n in HEADLINE)
+        + f", {result.unhealed} unhealed",
+        f"load average (1 min): {min(load):.1f}-{max(load):.1f}, median "
+        f"{statistics.median(load):.1f}",
+    ]
+    if result.failure:
+        lines.append(f"failure: {result.failure}")
+    if result.written:
+        lines.append(f"failing chapter written to {result.written}")
+    lines += [f"  {kind:<22} {n:5d}" for kind, n in result.faults.most_common()]
+    return lines
+
+
+def write(result: SoakResult) -> Path:
+    """Draw the timeline and write ``report.md``; return the report's path."""
+    run_dir = result.run_dir
+    history = History.read(run_dir / "history.jsonl")
+    picture = "timeline.png"
+    try:
+        draw(
+            history,
+            ledger_entries(run_dir),
+            run_dir / picture,
+            f"soak {result.minutes:g} min: {'PASS' if result.passed else 'FAIL'}",
+        )
+    except Exception as exc:  # a picture that cannot be drawn must not cost the report
+        picture = ""
+        (run_dir / "timeline.error").write_text(f"{type(exc).__name__}: {exc}\n")
+    minutes = max(result.fault_minutes, 1e-9)
+    lines = [
+        f"# Soak: {result.minutes:g} minutes of generated faults",
+        "",
+        *[f"- {line}" for line in summary(result)[:4]],
+        f"- history: `{run_dir / 'history.jsonl'}`",
+        "",
+    ]
+    if picture:
+        lines += [f"![timeline]({picture})", ""]
+    lines += ["## Faults per kind", "", "| fault | injected | per minute |", "|---|---|---|"]
+    lines += [f"| {k} | {n} | {n / minutes:.2f} |" for k, n in result.faults.most_common()]
+    lines += [f"| **total** | **{result.total}** | **{result.per_minute:.1f}** |", ""]
+    lines += [
+        "## Final checks (last chapter, over the whole soak)",
+        "",
+        "| check | verdict | summary |",
+        "|---|---|---|",
+    ]
+    lines += [f"| {c.check} | {c.verdict} | {c.summary} |" for c in result.checks]
+    if result.failure:
+        lines += ["", f"**Failure:** {result.failure}"]
+    if result.written:
+        lines += ["", f"The failing chapter, as a scenario file: `{result.written}`"]
+    path = run_dir / "report.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

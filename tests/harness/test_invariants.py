@@ -1,0 +1,190 @@
+"""The invariants of generated runs over hand-made histories and ledgers, including failures.
+
+Fast, no services: each rule is shown to pass on a good history and to name the anomaly it is
+about on a bad one (so none of them can only pass).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.scenarios.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
+from harness.scenarios.history import History
+from harness.scenarios.invariants import LedgerIndex, LiveJudge
+from harness.scenarios.observe import dead_letters, first_seen, ids_timeline, removed_by_retention
+from publisher.ledger import LedgerEntry
+
+TOPIC = "events"
+PREFIX = "aaaaaaaa-bbbb-4ccc-addd-"  # a phase's 24-character event-id prefix
+
+
+def eid(seq: int, prefix: str = PREFIX) -> str:
+    return f"{prefix}{seq:012x}"
+
+
+def entry(
+    seq: int, *, malformed: bool = False, delivered: bool = True, prefix: str = PREFIX
+) -> LedgerEntry:
+    return LedgerEntry(
+        seq=seq,
+        topic=TOPIC,
+        partition=0,
+        offset=seq if delivered else None,
+        timestamp=None,
+        key=None,
+        event_id=eid(seq, prefix),
+        status="malformed" if malformed else "valid",
+        kind="invalid_json" if malformed else None,
+        error=None if delivered else "timed out",
+    )
+
+
+def letter(seq: int) -> dict[str, Any]:
+    return {
+        "partition": 0,
+        "offset": seq,
+        "headers": {
+            "icefloe.source.topic": TOPIC,
+            "icefloe.source.partition": "0",
+            "icefloe.source.offset": str(seq),
+            "icefloe.error.kind": "invalid_json",
+            "icefloe.error.reason": "bad",
+        },
+    }
+
+
+def hist(*events: tuple[str, str, str, dict[str, Any]]) -> History:
+    return History.of([(float(i), k, p, n, d) for i, (k, p, n, d) in enumerate(events)])
+
+
+LEDGER = [entry(0), entry(1), entry(2), entry(3, malformed=True)]
+
+
+def table(counts: dict[str, int]) -> tuple[str, str, str, dict[str, Any]]:
+    return ("read", "ok", "table", {"values": sorted(counts.items())})
+
+
+def check(name: str, history: History, ledger: list[LedgerEntry] = LEDGER) -> Any:
+    from harness.scenarios.observe import table_counts
+
+    observed = Observed(table_counts(history), dead_letters(history))
+    return run_check(name, history, ledger, observed)
+
+
+# -- table_matches_ledger ----------------------------------------------------------
+
+
+def test_table_matches_ledger_valid() -> None:
+    result = check("table_matches_ledger", hist(table({eid(0): 1, eid(1): 1, eid(2): 1})))
+    assert result.verdict == VALID, result.summary
+
+
+def test_table_matches_ledger_names_every_anomaly() -> None:
+    counts = {eid(0): 2, eid(3): 1, "zzzzzzzz-0000-4000-a000-000000000009": 1}
+    result = check("table_matches_ledger", hist(table(counts)))
+    assert result.verdict == INVALID
+    assert {"duplicated", "lost", "misrouted", "unexpected"} <= set(result.anomalies)
+    assert result.anomalies["lost"].count == 2
+
+
+def test_what_retention_removed_must_stay_gone() -> None:
+    removed = ("read", "ok", "retention_removed", {"values": [eid(1)]})
+    good = check("table_matches_ledger", hist(removed, table({eid(0): 1, eid(2): 1})))
+    assert good.verdict == VALID and good.stats["removed_by_retention"] == 1
+    back = check("table_matches_ledger", hist(removed, table({eid(0): 1, eid(1): 1, eid(2): 1})))
+    assert back.verdict == INVALID and "undeleted" in back.anomalies
+
+
+def test_unconfirmed_delivery_may_be_there_once_never_twice() -> None:
+    ledger = [entry(0), entry(1, delivered=False)]
+    assert check("table_matches_ledger", hist(table({eid(0): 1})), ledger).verdict == VALID
+    assert check("table_matches_ledger", hist(table({eid(0): 1, eid(1): 1})), ledger).ok
+    twice = check("table_matches_ledger", hist(table({eid(0): 1, eid(1): 2})), ledger)
+    assert "duplicated" in twice.anomalies
+
+
+def test_table_matches_ledger_unknown_without_a_read() -> None:
+    assert check("table_matches_ledger", hist()).verdict == UNKNOWN
+
+
+# -- dead_letters_match_ledger ----------------------------------------------------------
+
+
+def test_dead_letters_deduplicated_on_source() -> None:
+    letters = ("read", "ok", "dead_letters", {"values": [letter(3), letter(3)]})
+    result = check("dead_letters_match_ledger", hist(letters))
+    assert result.verdict == VALID and result.stats["redelivered"] == 1
+
+
+def test_dead_letters_lost_and_misrouted() -> None:
+    lost = check("dead_letters_match_ledger", hist(("read", "ok", "dead_letters", {"values": []})))
+    assert "lost" in lost.anomalies
+    wrong = check(
+        "dead_letters_match_ledger",
+        hist(("read", "ok", "dead_letters", {"values": [letter(3), letter(1)]})),
+    )
+    assert wrong.verdict == INVALID and "misrouted" in wrong.anomalies
+
+
+# -- faults_healed ---------------------------------------------------------------------
+
+
+def test_faults_healed_and_unhealed() -> None:
+    healed = hist(("fault", "ok", "kill_kafka.inject", {}), ("fault", "ok", "kill_kafka.heal", {}))
+    assert check("faults_healed", healed).verdict == VALID
+    left = hist(("fault", "ok", "pause_minio.inject", {}))
+    assert "unhealed" in check("faults_healed", left).anomalies
+    half = hist(("fault", "fail", "zombie_loader.inject", {"error": "x"}))
+    assert "unhealed" in check("faults_healed", half).anomalies
+    assert check("faults_healed", hist()).verdict == UNKNOWN
+
+
+# -- the live rules ----------------------------------------------------------------------
+
+
+def ids(added: list[str], removed: tuple[str, ...] = ()) -> tuple[str, str, str, dict[str, Any]]:
+    return ("read", "ok", "ids", {"added": added, "removed": list(removed)})
+
+
+def test_live_judge_defers_ids_of_a_running_phase() -> None:
+    other = "cccccccc-dddd-4eee-afff-"
+    history = History()
+    judge = LiveJudge()
+    history.record("read", "ok", "ids", added=[eid(0), eid(5, other)], removed=[])
+    # eid(5, other) belongs to a phase still publishing: not judged yet.
+    running = LedgerIndex([entry(0)], frozenset({other}))
+    assert judge.update(history, running) == {}
+    # Its phase finished and never sent seq 5: now it is an id nobody published.
+    done = LedgerIndex([entry(0), entry(0, prefix=other)])
+    assert "unexpected" in judge.update(history, done)
+
+
+def test_live_judge_flags_duplicates_and_valid_dead_letters() -> None:
+    history = History()
+    history.record("read", "ok", "duplicates", values=[[eid(1), 2]])
+    history.record("read", "ok", "dead_letters", values=[letter(1)])
+    found = LiveJudge().update(history, LedgerIndex(LEDGER))
+    assert found["duplicated"]["count"] == 1 and found["misrouted"]["count"] == 1
+
+
+def test_live_invariants_replay_the_whole_history() -> None:
+    good = hist(ids([eid(0), eid(1)]), ("read", "ok", "duplicates", {"values": []}))
+    assert check("live_invariants", good).verdict == VALID
+    bad = hist(ids([eid(0), eid(3)]))
+    assert check("live_invariants", bad).anomalies["misrouted"].count == 1
+    assert check("live_invariants", hist()).verdict == UNKNOWN
+
+
+# -- observe ----------------------------------------------------------------------------
+
+
+def test_id_reads_replay_to_the_sets_seen() -> None:
+    history = hist(
+        ids([eid(0), eid(1)]),
+        ids([eid(2)], (eid(0),)),
+        ("read", "ok", "retention_removed", {"values": [eid(0)]}),
+    )
+    sets = [sorted(s) for _, s in ids_timeline(history)]
+    assert sets == [[eid(0), eid(1)], [eid(1), eid(2)]]
+    assert first_seen(history) == {eid(0): 0.0, eid(1): 0.0, eid(2): 1.0}
+    assert removed_by_retention(history) == {eid(0)}
