@@ -349,6 +349,12 @@ class LoaderConfig:
     max_depth: int = setting(
         DEFAULT_MAX_DEPTH, codec=INTEGER, help="deeper nesting is malformed (too_deep)"
     )
+    jvm_decode: bool = setting(
+        True,
+        codec=BOOLEAN,
+        help="decode plain records in Spark's JVM (needs the loader's jar among the Spark "
+        "jars); false decodes every record in Python",
+    )
     kafka: KafkaConfig = section(KafkaConfig, required=True)
     spark: SparkConfig = section(SparkConfig)
     catalog: CatalogConfig = section(CatalogConfig, required=True)

@@ -331,6 +331,7 @@ KNOWN_KEYS = [
     "case_insensitive",
     "max_record_bytes",
     "max_depth",
+    "jvm_decode",
     "kafka.bootstrap",
     "kafka.topics",
     "kafka.pattern",
