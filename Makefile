@@ -55,9 +55,14 @@ compose-down: ## stop and remove the compose stack's containers (state stays in 
 	@if [ -x $(BIN)/icefloe ]; then $(BIN)/icefloe compose down; fi
 
 CONTAINER_SCENARIOS ?= exactly_once_kill9 or malformed_dead_letter or add_column or drop_column
-test-containers: images ## container tests, integration tests and scenarios 01 02 04 05 on containers
+# What depends on the backend: the container tests, the stack's and the publisher's integration
+# tests, the loader's end-to-end tests, the state machine and four scenarios. The loader's crash
+# and fencing tests exercise the loader alone and run in the local leg only.
+CONTAINER_TESTS ?= tests/containers tests/harness tests/publisher \
+	tests/loader/test_loader_integration.py tests/scenarios
+test-containers: images ## the backend-dependent tests and scenarios 01 02 04 05 on containers
 	$(BIN)/pytest --backend containers -m "(integration or scenario) and not slow" \
-		-k "not test_scenario or $(CONTAINER_SCENARIOS)" $(PYTEST_ARGS)
+		-k "not test_scenario or $(CONTAINER_SCENARIOS)" $(CONTAINER_TESTS) $(PYTEST_ARGS)
 
 lint: venv ## ruff and mypy
 	$(BIN)/ruff check .

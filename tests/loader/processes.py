@@ -75,6 +75,13 @@ class LoaderProcess:
             os.killpg(self.proc.pid, sig)
 
 
+def kill_if_running(*loaders: LoaderProcess) -> None:
+    """SIGKILL every loader still running (a test's ``finally``)."""
+    for loader in loaders:
+        if loader.proc.poll() is None:
+            loader.kill()
+
+
 def counts(stack: Any, table: str) -> tuple[int, int]:
     """``(count(*), count(DISTINCT event_id))`` of ``table`` through Trino."""
     ((total, distinct),) = stack.query(f"SELECT count(*), count(DISTINCT event_id) FROM {table}")

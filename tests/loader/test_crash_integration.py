@@ -18,7 +18,7 @@ import pytest
 from harness.stack.tables import EVENT_ID_COLUMN
 from loader.faultpoints import KILL_AFTER_COMMIT_ENV
 from tests.loader.conftest import reference_values, wait_until
-from tests.loader.processes import LoaderProcess, counts
+from tests.loader.processes import LoaderProcess, counts, kill_if_running
 
 pytestmark = pytest.mark.integration
 
@@ -57,13 +57,12 @@ def test_kill_9_at_any_moment_gives_no_duplicates_and_no_gaps(
     # 3. Restarted again; runs until everything is in, then stops on SIGTERM.
     third = LoaderProcess(path, log)
     try:
-        wait_until(lambda: counts(stack, table)[0] >= 3000, 150, "all 3000 rows")
+        wait_until(lambda: counts(stack, table)[0] >= 3000, 300, "all 3000 rows")
         time.sleep(3)  # a duplicate would be written by a batch after the last one
         third.proc.send_signal(signal.SIGTERM)
         assert third.wait(90) == 0, third.tail()
     finally:
-        if third.proc.poll() is None:
-            third.kill()
+        kill_if_running(third)
     assert counts(stack, table) == (3000, 3000), first.tail()
 
 
@@ -86,7 +85,7 @@ def test_with_the_guard_disabled_the_same_crash_duplicates_rows(
 
     second = LoaderProcess(path, log)
     try:
-        wait_until(lambda: counts(stack, table)[1] >= 600, 150, "all 600 distinct rows")
+        wait_until(lambda: counts(stack, table)[1] >= 600, 300, "all 600 distinct rows")
         time.sleep(2)
     finally:
         second.kill()

@@ -25,7 +25,7 @@ from loader.cli import EXIT_NOT_OWNER
 from loader.faultpoints import PAUSE_AFTER_COMMITS_ENV, PAUSE_AT_ENV, PAUSE_DELAY_MS_ENV
 from loader.table import CLOCK_SKEW_MS, now_ms
 from tests.loader.conftest import reference_values, wait_until
-from tests.loader.processes import LoaderProcess, counts
+from tests.loader.processes import LoaderProcess, counts, kill_if_running
 
 pytestmark = pytest.mark.integration
 
@@ -138,9 +138,7 @@ def test_a_loader_frozen_past_its_lease_is_fenced_and_the_successor_loads_everyt
         b.proc.send_signal(signal.SIGTERM)
         assert b.wait(90) == 0, b.tail()
     finally:
-        for proc in (a, b):
-            if proc.proc.poll() is None:
-                proc.kill()
+        kill_if_running(a, b)
 
 
 def test_without_fencing_the_frozen_loader_duplicates_rows(
@@ -170,6 +168,4 @@ def test_without_fencing_the_frozen_loader_duplicates_rows(
         assert distinct == 8000
         assert total > distinct, "the frozen loader's batch should have been written twice"
     finally:
-        for proc in (a, b):
-            if proc.proc.poll() is None:
-                proc.kill()
+        kill_if_running(a, b)
