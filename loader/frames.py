@@ -34,6 +34,7 @@ from loader.batch import (
     decoded_schema,
     merge_side,
 )
+from loader.errors import LoaderError
 from loader.plain import Ineligible, plain_column
 from loader.record import DecodeOptions
 
@@ -41,13 +42,52 @@ if TYPE_CHECKING:
     from pyiceberg.schema import Schema
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["PLAIN_COLUMN", "RAW_COLUMN", "DecodedBatch"]
+__all__ = ["KAFKA_SCHEMA_DDL", "PLAIN_COLUMN", "RAW_COLUMN", "DecodedBatch", "warm_up"]
 
 PLAIN_COLUMN = "_icefloe_plain"
 """The JVM path's row (a struct of the table's columns), null for a declined record."""
 
 RAW_COLUMN = "_icefloe_raw"
 """A declined record's Kafka columns (a struct), null for a record the JVM path decoded."""
+
+
+KAFKA_SCHEMA_DDL = (
+    "key binary, value binary, topic string, partition int, offset long, "
+    "timestamp timestamp, headers array<struct<key: string, value: binary>>"
+)
+"""The columns Spark's Kafka source gives (with ``includeHeaders``), as a DDL schema."""
+
+
+def warm_up(spark: Any, schema: Schema, options: DecodeOptions, jvm: bool) -> None:
+    """Decode a few made-up records the way a batch is decoded, so the first batch is not cold.
+
+    Starts the Python workers (one per core: Spark reuses them), loads the JVM decoder and
+    Arrow on both sides. Records: an empty object (the JVM path, or the Python parser when it
+    declines it) and a malformed one (the Python parser), in every default partition.
+
+    Args:
+        spark: the loader's session.
+        schema: the table's current schema.
+        options: decoding options.
+        jvm: whether the JVM path is on.
+    """
+    import datetime as dt
+
+    when = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+    n = max(2, spark.sparkContext.defaultParallelism)
+    rows: list[tuple[Any, ...]] = [
+        (None, b"{}" if i % 2 == 0 else b"{", "warm-up", i, 0, when, []) for i in range(n)
+    ]
+    records = spark.createDataFrame(rows, KAFKA_SCHEMA_DDL).repartition(n)
+    try:
+        batch = DecodedBatch(records, schema, options, jvm)
+    except LoaderError:
+        return  # a schema the loader cannot load: the first batch stops with the reason
+    try:
+        batch.summary()
+        batch.rows().count()
+    finally:
+        batch.release()
 
 
 def _position() -> Column:

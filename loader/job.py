@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from loader.config import LoaderConfig
 from loader.deadletter import DeadLetterProducer
 from loader.errors import Fenced, LoaderError
+from loader.frames import warm_up
 from loader.metrics import LoaderMetrics
 from loader.plain import check_available
 from loader.sink import BatchSink
@@ -164,6 +165,7 @@ class LoaderJob:
                 self.checkpoint,
             )
         self.starting_offsets = options["startingOffsets"]
+        warm_up(self.spark, state.schema, cfg.decode, cfg.jvm_decode)
         log.info("starting %s at %s", cfg.table, self.starting_offsets)
 
         if cfg.dead_letter_topic:
