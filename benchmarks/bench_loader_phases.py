@@ -97,3 +97,7 @@ def main() -> None:
     spark.stop()
     stack.query(f"DROP TABLE {table}")
     stack.query(f"DROP SCHEMA lake.{schema_name}")
+
+
+if __name__ == "__main__":
+    main()
