@@ -5,9 +5,9 @@ Needs the stack up (``icefloe up``). Publishes ``--rows`` reference rows to a ne
 
 * reading the topic (``count()``) with the Kafka client's defaults and with
   ``loader.keys.KAFKA_CONSUMER_TUNING``;
-* decoding (``mapInArrow`` with the loader's decoder) without a cache, then counting;
-* decoding, caching and summarizing (what the sink's first job does);
-* appending the cached rows to an Iceberg table (the sink's second job).
+* decoding and summarizing as the sink's first job does (``frames.DecodedBatch``), with
+  the JVM path for plain records and with every record through the Python parser;
+* the same, then appending the cached rows to an Iceberg table (the sink's second job).
 
 Usage: ``python benchmarks/bench_loader_phases.py [--rows 50000] [--repeat 3]``
 """
@@ -25,16 +25,8 @@ from bench_loader import _config, _topic, _values, publish_alternating
 from harness.stack.lakehouse import Stack
 from harness.stack.tables import create_table_sql
 from loader import keys
-from loader.batch import (
-    KAFKA_COLUMNS,
-    POSITION_COLUMN,
-    REJECT_COLUMN,
-    arrow_decoder,
-    decoded_schema,
-    merge_side,
-    side_schema,
-    side_summary,
-)
+from loader.batch import KAFKA_COLUMNS
+from loader.frames import DecodedBatch
 from loader.record import DecodeOptions
 
 
@@ -53,10 +45,6 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     from loader.spark import session
 
     stack = Stack()
@@ -70,8 +58,6 @@ def main() -> None:
 
     spark = session(_config(stack, table, topic))
     table_schema = stack.pyiceberg_catalog().load_table(f"{schema_name}.t").schema()
-    decoder = arrow_decoder(table_schema, DecodeOptions())
-    decoded_type = from_arrow_schema(decoded_schema(table_schema))
 
     def kafka(tuned: bool = True) -> Any:
         reader = (
@@ -86,46 +72,28 @@ def main() -> None:
             reader = reader.option(key, value)
         return reader.load().select(*KAFKA_COLUMNS)
 
-    def summarize(decoded: Any) -> Any:
-        side = decoded.select(POSITION_COLUMN, REJECT_COLUMN).mapInArrow(
-            side_summary, from_arrow_schema(side_schema())
-        )
-        return merge_side(r.asDict(recursive=True) for r in side.collect())
-
-    def cached_then_append() -> None:
-        decoded = kafka().mapInArrow(decoder, decoded_type)
-        decoded.persist(StorageLevel.MEMORY_AND_DISK)
+    def summary(jvm: bool, append: bool = False) -> None:
+        batch = DecodedBatch(kafka(), table_schema, DecodeOptions(), jvm)
         try:
-            summarize(decoded)
-            started = time.perf_counter()
-            (
-                decoded.where(F.col(REJECT_COLUMN).isNull())
-                .drop(REJECT_COLUMN, POSITION_COLUMN)
-                .writeTo(table)
-                .option("distribution-mode", "none")
-                .option("fanout-enabled", "true")
-                .append()
-            )
-            print(f"{'  of which the append':48s} {time.perf_counter() - started:5.2f} s")
+            batch.summary()
+            if append:
+                started = time.perf_counter()
+                (
+                    batch.rows()
+                    .writeTo(table)
+                    .option("distribution-mode", "none")
+                    .option("fanout-enabled", "true")
+                    .append()
+                )
+                print(f"{'  of which the append':48s} {time.perf_counter() - started:5.2f} s")
         finally:
-            decoded.unpersist()
+            batch.release()
 
     _timed("read Kafka, client defaults", lambda: kafka(tuned=False).count(), args.repeat)
     _timed("read Kafka, tuned", lambda: kafka().count(), args.repeat)
-    _timed(
-        "decode, no cache, count",
-        lambda: kafka().mapInArrow(decoder, decoded_type).count(),
-        args.repeat,
-    )
-
-    def cached_summary() -> None:
-        decoded = kafka().mapInArrow(decoder, decoded_type)
-        decoded.persist(StorageLevel.MEMORY_AND_DISK)
-        summarize(decoded)
-        decoded.unpersist()
-
-    _timed("decode, cache, summarize (the sink's 1st job)", cached_summary, args.repeat)
-    _timed("decode, cache, summarize, append", cached_then_append, args.repeat)
+    _timed("decode+summarize, JVM path (the sink's 1st job)", lambda: summary(True), args.repeat)
+    _timed("decode+summarize, Python parser only", lambda: summary(False), args.repeat)
+    _timed("decode+summarize+append, JVM path", lambda: summary(True, True), args.repeat)
     spark.stop()
     stack.query(f"DROP TABLE {table}")
     stack.query(f"DROP SCHEMA lake.{schema_name}")

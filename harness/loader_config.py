@@ -30,6 +30,9 @@ from loader.secret import Secret
 def provisioned_spark(cache: Path, spark: SparkConfig | None = None) -> SparkConfig:
     """``spark`` with the provisioned jars and Java home wherever it names none.
 
+    The jars are the Spark extras (Iceberg runtime, AWS bundle, Kafka source) and the loader's
+    own jar (its JVM decoder).
+
     Args:
         cache: the provisioning cache.
         spark: the settings to complete (defaults otherwise).
@@ -41,10 +44,14 @@ def provisioned_spark(cache: Path, spark: SparkConfig | None = None) -> SparkCon
     spark = spark or SparkConfig()
     jars = spark.jars
     if not jars:
-        folder = Layout(cache).spark_jars
-        jars = tuple(sorted(str(p) for p in folder.glob("*.jar")))
-        if not jars:
-            raise FileNotFoundError(f"no Spark jars in {folder}: run `icefloe provision`")
+        layout = Layout(cache)
+        jars = tuple(sorted(str(p) for p in layout.spark_jars.glob("*.jar")))
+        if not jars or not layout.loader_jar.is_file():
+            raise FileNotFoundError(
+                f"no Spark jars in {layout.spark_jars} or no {layout.loader_jar}: "
+                "run `icefloe provision`"
+            )
+        jars += (str(layout.loader_jar),)
     java_home = spark.java_home or str(jdk.choose("spark", cache).home)
     return dataclasses.replace(spark, jars=jars, java_home=java_home)
 

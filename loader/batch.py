@@ -1,16 +1,17 @@
-"""Batch decoding: Kafka records (as Arrow) into rows of the table and rejects.
+"""Batch decoding in Python: Kafka records (as Arrow) into rows of the table and rejects.
 
 Spark's Kafka source hands over the columns ``key``, ``value``, ``topic``,
 ``partition``, ``offset``, ``timestamp`` and ``headers``.  ``decode_arrow``
-decodes them with one ``RecordDecoder`` per schema version, inside Spark's
-executors through ``DataFrame.mapInArrow`` (see ``arrow_decoder``): one Arrow
-record batch in, one Arrow record batch out, shaped by ``decoded_schema``: the
-table's columns plus ``REJECT_COLUMN``, a struct that is null for a valid row
-and, for a malformed record, carries the error and everything the dead-letter
-topic needs (the table's columns are then null), and ``POSITION_COLUMN``.
-``side_summary`` and ``merge_side`` bring the offset ranges, counts and
-rejects to the driver; ``rejects_from_rows`` turns the collected reject
-structs back into ``Reject`` objects.
+decodes them with one ``RecordDecoder`` per schema version (the strict parser),
+inside Spark's executors through ``DataFrame.mapInArrow`` (see ``arrow_decoder``):
+one Arrow record batch in, one Arrow record batch out, shaped by
+``decoded_schema``: the table's columns plus ``REJECT_COLUMN``, a struct that is
+null for a valid row and, for a malformed record, carries the error and
+everything the dead-letter topic needs (the table's columns are then null), and
+``POSITION_COLUMN``.  Only the records the JVM path (``loader.plain``) declines
+come here, or every record when a schema or a transform keeps the JVM path off.
+``merge_side`` turns the per-partition summary and the collected reject structs
+into what the driver plans a commit with.
 
 No Spark in here, so this is unit-tested with plain Arrow tables.
 """
@@ -42,8 +43,6 @@ __all__ = [
     "decoded_schema",
     "merge_side",
     "rejects_from_rows",
-    "side_schema",
-    "side_summary",
 ]
 
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers")
@@ -93,7 +92,10 @@ def decoded_schema(schema: Schema) -> pa.Schema:
 
     Returns:
         The table's columns, all nullable at the top level (a malformed
-        record's row is all nulls), followed by ``REJECT_COLUMN``.
+        record's row is all nulls), followed by ``REJECT_COLUMN`` and
+        ``POSITION_COLUMN``. Fixed-size binary is plain binary here: Spark
+        reads no fixed-size Arrow binary from Python (the Iceberg writer
+        checks the length; the parser already did).
 
     Raises:
         SchemaMismatch: a type the loader cannot load.
@@ -101,7 +103,7 @@ def decoded_schema(schema: Schema) -> pa.Schema:
     import pyarrow as pa
 
     table = arrow_schema(schema)
-    fields = [table.field(i).with_nullable(True) for i in range(len(table))]
+    fields = [_spark_readable(table.field(i)).with_nullable(True) for i in range(len(table))]
     return pa.schema(
         [
             *fields,
@@ -109,6 +111,22 @@ def decoded_schema(schema: Schema) -> pa.Schema:
             pa.field(POSITION_COLUMN, _position_type(), nullable=False),
         ]
     )
+
+
+def _spark_readable(field: pa.Field) -> pa.Field:
+    """``field`` with every fixed-size binary, at any depth, as binary."""
+    import pyarrow as pa
+
+    t = field.type
+    if pa.types.is_fixed_size_binary(t):
+        t = pa.binary()
+    elif pa.types.is_struct(t):
+        t = pa.struct([_spark_readable(t.field(i)) for i in range(t.num_fields)])
+    elif pa.types.is_list(t):
+        t = pa.list_(_spark_readable(t.value_field))
+    elif pa.types.is_map(t):
+        t = pa.map_(t.key_field, _spark_readable(t.item_field))
+    return field.with_type(t)
 
 
 def _position_type() -> pa.DataType:
@@ -164,20 +182,12 @@ def decode_arrow(records: pa.RecordBatch | pa.Table, decoder: RecordDecoder) -> 
     target = decoded_schema(decoder.schema)
     nulls = dict.fromkeys(target.names[:-2])
     values = records.column("value").to_pylist()
-    out: list[dict[str, Any] | None] = [None] * len(values)
-    strict: list[int] = []
-    fast = decoder.fast.decode if decoder.fast is not None else None
-    for i, value in enumerate(values):
-        row = fast(value) if fast is not None and value is not None else None
-        if row is None:
-            strict.append(i)
-        else:
-            out[i] = row
     metas = _metas(records)
-    for i in strict:
-        value, meta = values[i], metas(i)
+    out: list[dict[str, Any]] = []
+    for i, value in enumerate(values):
+        meta = metas(i)
         try:
-            out[i] = decoder.decode(value, meta)
+            out.append(decoder.decode(value, meta))
         except MalformedRecord as error:
             reject = {
                 **error.as_dict(),
@@ -189,7 +199,7 @@ def decode_arrow(records: pa.RecordBatch | pa.Table, decoder: RecordDecoder) -> 
                 "value": value,
                 "headers": [{"key": k, "value": v} for k, v in meta.headers],
             }
-            out[i] = {**nulls, REJECT_COLUMN: reject}
+            out.append({**nulls, REJECT_COLUMN: reject})
     body = pa.RecordBatch.from_pylist(out, schema=pa.schema(list(target)[:-1]))
     return pa.RecordBatch.from_arrays([*body.columns, _positions(records)], schema=target)
 
@@ -219,64 +229,6 @@ def arrow_decoder(
     return run
 
 
-def side_schema() -> pa.Schema:
-    """What ``side_summary`` emits: per-partition ranges, and the rejects."""
-    import pyarrow as pa
-
-    return pa.schema(
-        [
-            pa.field("topic", pa.string()),
-            pa.field("partition", pa.int32()),
-            pa.field("lo", pa.int64()),
-            pa.field("hi", pa.int64()),
-            pa.field("n", pa.int64()),
-            pa.field("timestamp_ms", pa.int64()),
-            pa.field(REJECT_COLUMN, _reject_type()),
-        ]
-    )
-
-
-def side_summary(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """For ``mapInArrow`` over the decoded ``POSITION_COLUMN`` and ``REJECT_COLUMN``.
-
-    Emits, per input batch, one row per topic-partition (offset range, record
-    count, newest Kafka timestamp; reject null) and one row per malformed record
-    (the reject; the rest null), so one small collect gives the driver what it
-    needs to plan the commit. ``merge_side`` combines the rows.
-    """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    schema = side_schema()
-    for batch in batches:
-        if batch.num_rows == 0:
-            continue
-        pos = batch.column(POSITION_COLUMN)
-        flat = pa.table({name: pos.field(name) for name in ("topic", "partition", "offset")})
-        flat = flat.append_column("ts", pos.field("timestamp_ms"))
-        grouped = flat.group_by(["topic", "partition"]).aggregate(
-            [("offset", "min"), ("offset", "max"), ("offset", "count"), ("ts", "max")]
-        )
-        n = grouped.num_rows
-        yield pa.RecordBatch.from_arrays(
-            [
-                grouped.column("topic").combine_chunks(),
-                grouped.column("partition").combine_chunks(),
-                grouped.column("offset_min").combine_chunks(),
-                grouped.column("offset_max").combine_chunks(),
-                grouped.column("offset_count").combine_chunks(),
-                grouped.column("ts_max").combine_chunks(),
-                pa.nulls(n, _reject_type()),
-            ],
-            schema=schema,
-        )
-        rejects = batch.column(REJECT_COLUMN).filter(pc.is_valid(batch.column(REJECT_COLUMN)))
-        if len(rejects):
-            k = len(rejects)
-            nulls = [pa.nulls(k, f.type) for f in list(schema)[:-1]]
-            yield pa.RecordBatch.from_arrays([*nulls, rejects], schema=schema)
-
-
 @dataclass(frozen=True)
 class BatchSide:
     """A decoded micro-batch as the driver sees it (from ``merge_side``).
@@ -294,20 +246,21 @@ class BatchSide:
     rejects: tuple[Reject, ...]
 
 
-def merge_side(rows: Iterable[Mapping[str, Any]]) -> BatchSide:
-    """Combine ``side_summary`` rows (from all tasks) into one ``BatchSide``.
+def merge_side(
+    summary: Iterable[Mapping[str, Any]], rejects: Iterable[Mapping[str, Any]] = ()
+) -> BatchSide:
+    """Combine a batch's per-partition summary and its rejects into one ``BatchSide``.
 
     Args:
-        rows: the collected rows as mappings (``Row.asDict(recursive=True)``).
+        summary: rows with ``topic``, ``partition``, ``lo`` and ``hi`` (lowest and
+            highest offset), ``n`` (records) and ``timestamp_ms`` (newest, or None);
+            several rows may name one partition.
+        rejects: the collected ``REJECT_COLUMN`` values (see ``rejects_from_rows``).
     """
     spans: dict[tuple[str, int], list[int]] = {}
     count = 0
     newest: int | None = None
-    rejects = []
-    for r in rows:
-        if r[REJECT_COLUMN] is not None:
-            rejects.append(r[REJECT_COLUMN])
-            continue
+    for r in summary:
         key = (r["topic"], r["partition"])
         span = spans.setdefault(key, [r["lo"], r["hi"]])
         span[0], span[1] = min(span[0], r["lo"]), max(span[1], r["hi"])

@@ -249,6 +249,10 @@ class CatalogConfig:
     )
 
 
+SPARK_LOG_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
+"""What ``SparkContext.setLogLevel`` takes."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class SparkConfig:
     """``[spark]``: how the Spark session is built when the loader is not run by spark-submit.
@@ -265,15 +269,28 @@ class SparkConfig:
     jars: tuple[str, ...] = setting(
         (),
         codec=STRINGS,
-        help="jar paths Spark loads: the Iceberg Spark runtime, iceberg-aws-bundle and "
-        "spark-sql-kafka (required unless run by spark-submit)",
+        help="jar paths Spark loads: the Iceberg Spark runtime, iceberg-aws-bundle, "
+        "spark-sql-kafka and the loader's icefloe-loader-jvm.jar (required unless run by "
+        "spark-submit)",
     )
     java_home: str | None = setting(
         None, help="the Java home Spark's JVM runs on (Java 17 or 21); unset keeps $JAVA_HOME"
     )
 
+    log_level: str = setting(
+        "ERROR",
+        help="the level of Spark's own log (also under spark-submit): WARN shows its "
+        "per-batch notices such as 'Current batch is falling behind'; the loader logs one "
+        "line per batch itself",
+    )
+
     def __post_init__(self) -> None:
         _check(self.shuffle_partitions > 0, "shuffle_partitions", "must be positive")
+        _check(
+            self.log_level.upper() in SPARK_LOG_LEVELS,
+            "log_level",
+            f"must be one of {', '.join(SPARK_LOG_LEVELS)}",
+        )
 
 
 _IDENT_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_\-]*")
@@ -348,6 +365,12 @@ class LoaderConfig:
     )
     max_depth: int = setting(
         DEFAULT_MAX_DEPTH, codec=INTEGER, help="deeper nesting is malformed (too_deep)"
+    )
+    jvm_decode: bool = setting(
+        True,
+        codec=BOOLEAN,
+        help="decode plain records in Spark's JVM (needs the loader's jar among the Spark "
+        "jars); false decodes every record in Python",
     )
     kafka: KafkaConfig = section(KafkaConfig, required=True)
     spark: SparkConfig = section(SparkConfig)

@@ -44,7 +44,9 @@ from typing import TYPE_CHECKING, Any
 from loader.config import LoaderConfig
 from loader.deadletter import DeadLetterProducer
 from loader.errors import Fenced, LoaderError
+from loader.frames import warm_up
 from loader.metrics import LoaderMetrics
+from loader.plain import check_available
 from loader.sink import BatchSink
 from loader.table import TableView, now_ms
 from loader.topics import KafkaMetadata, starting_offsets_json
@@ -140,6 +142,8 @@ class LoaderJob:
         callbacks = logging.getLogger(_PY4J_CALLBACKS)
         if not any(isinstance(f, _NoDomainErrorTraces) for f in callbacks.filters):
             callbacks.addFilter(_NoDomainErrorTraces())
+        if cfg.jvm_decode:
+            check_available(self.spark)
         self.view.take_over(self.instance, self._ttl_ms)
         self._renewed_ms = now_ms()
         log.info("took over %s as loader %s (process %s)", cfg.table, cfg.loader_id, self.instance)
@@ -161,6 +165,7 @@ class LoaderJob:
                 self.checkpoint,
             )
         self.starting_offsets = options["startingOffsets"]
+        warm_up(self.spark, state.schema, cfg.decode, cfg.jvm_decode)
         log.info("starting %s at %s", cfg.table, self.starting_offsets)
 
         if cfg.dead_letter_topic:

@@ -545,7 +545,7 @@ def _map(value_conv: Converter, required: bool, expected_value: str) -> Converte
                 else:
                     out[key] = value_conv(item)
             except _Bad as bad:
-                bad.segments.append(f"[{json.dumps(key, ensure_ascii=False)}]")
+                bad.segments.append(_key_segment(key))
                 raise
         return out
 
@@ -675,6 +675,15 @@ def _compile_fields(
         )
         for f in fields
     )
+
+
+def _key_segment(key: str) -> str:
+    """A map key as a path segment: ``["k"]``, a lone surrogate written as its escape.
+
+    The path travels in a reject (Arrow, the dead-letter headers), which hold UTF-8 only.
+    """
+    quoted = json.dumps(key, ensure_ascii=False)
+    return "[" + quoted.encode("utf-8", "backslashreplace").decode("utf-8") + "]"
 
 
 def _path(segments: list[str]) -> str:
@@ -812,7 +821,7 @@ def spark_schema(schema: Schema) -> st.StructType:
 
     uuid maps to ``StringType`` (as in Iceberg's Spark integration), fixed to
     ``BinaryType``, timestamp to ``TimestampNTZType``, timestamptz to
-    ``TimestampType``, time to ``TimeType(6)`` (Spark 4.1 and later).
+    ``TimestampType``; time has no mapping (see ``SchemaMismatch`` below).
 
     Args:
         schema: an Iceberg schema.
@@ -821,7 +830,8 @@ def spark_schema(schema: Schema) -> st.StructType:
         A ``pyspark.sql.types.StructType``; nullability follows ``required``.
 
     Raises:
-        SchemaMismatch: a type with no Spark equivalent the loader supports.
+        SchemaMismatch: a type with no Spark equivalent the loader supports, time
+            included: Iceberg's Spark runtime refuses tables with time columns.
     """
     from pyspark.sql import types as st
 
@@ -837,14 +847,11 @@ def spark_schema(schema: Schema) -> st.StructType:
         if isinstance(t, it.DecimalType):
             return st.DecimalType(t.precision, t.scale)
         if isinstance(t, it.TimeType):
-            # TIME arrived in Spark 4.1; older Spark has no type to hold it.
-            time_type = getattr(st, "TimeType", None)
-            if time_type is None:
-                raise SchemaMismatch(
-                    "the table has an Iceberg time column and this Spark version has no TIME "
-                    "type to load it into (Spark 4.1 has one)"
-                )
-            return time_type(6)  # type: ignore[no-any-return]
+            raise SchemaMismatch(
+                "the table has an Iceberg time column, which Spark cannot load: Spark 4.0 has no "
+                "TIME type, and Iceberg's Spark runtime (1.11) refuses a table with a time "
+                "column on Spark 4.1 too ('Spark does not support time fields')"
+            )
         simple: dict[type[it.IcebergType], Callable[[], st.DataType]] = {
             it.BooleanType: st.BooleanType,
             it.IntegerType: st.IntegerType,

@@ -23,7 +23,6 @@ from pyiceberg import types as it
 
 from loader import keys
 from loader.errors import MalformedRecord, PoisonMessage, SchemaMismatch
-from loader.fastpath import FastDecoder, fast_decoder
 from loader.parse import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH, RowParser, load_json
 from loader.transforms import KafkaMeta, Transform, apply
 
@@ -122,12 +121,6 @@ class RecordDecoder:
         self.schema = schema
         self.options = options or DecodeOptions()
         self.parser = RowParser(schema, case_insensitive=self.options.case_insensitive)
-        self.fast: FastDecoder | None = fast_decoder(
-            schema,
-            has_transform=not self.options.transform.is_identity,
-            max_bytes=self.options.max_bytes,
-            max_depth=self.options.max_depth,
-        )
         unused = []
         for projection in self.options.transform.projections:
             column = _find_column(schema, projection.column, self.options.case_insensitive)

@@ -8,13 +8,14 @@ For every micro-batch Spark hands over, the sink:
 2. steps down with ``Fenced`` if the lease is no longer this process's;
 3. filters out, with a Spark filter, the records below the committed offsets
    (a replayed batch, a restart after a kill between the Iceberg commit and the
-   checkpoint write), and decodes the rest in the executors (``mapInArrow``
-   with ``batch.arrow_decoder``) against the current schema; the decoded batch
-   is cached, as it is read twice;
-4. in the same Spark job, summarizes each task's decoded output in Arrow
-   (``batch.side_summary``: per partition the offset range, the record count
-   and the newest Kafka timestamp, plus the malformed records) and collects
-   only that to the driver, which plans the commit (``plan_batch``);
+   checkpoint write), and decodes the rest in the executors against the current
+   schema (``frames.DecodedBatch``): plain records in the JVM (``loader.plain``),
+   the others with the strict Python parser; the decoded batch is cached, as it
+   is read twice;
+4. in the same Spark job, aggregates per partition the offset range, the record
+   count and the newest Kafka timestamp, and collects only that, plus the
+   malformed records (a second, small job when any record needed Python), to
+   the driver, which plans the commit (``plan_batch``);
 5. sends the malformed records to the dead-letter topic, waiting for Kafka's
    acknowledgement, or, without a dead-letter topic, raises ``PoisonMessage``
    for the first one, so nothing of the batch is committed;
@@ -28,7 +29,8 @@ For every micro-batch Spark hands over, the sink:
    at the snapshot of step 1. This is the fence: a loader frozen anywhere in
    steps 1-7 while another took the table over cannot publish.
 
-Two Spark jobs per batch: decode-and-summarize, then the write.
+Two Spark jobs per batch: decode-and-summarize, then the write (three when some
+records needed the Python parser).
 
 If main moved since step 1 (``MainMoved``), the table is read again: a lease
 that is someone else's means this process was fenced (``Fenced``); otherwise
@@ -51,27 +53,15 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from pyspark import StorageLevel
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from loader import keys
-from loader.batch import (
-    KAFKA_COLUMNS,
-    POSITION_COLUMN,
-    REJECT_COLUMN,
-    BatchSide,
-    Reject,
-    arrow_decoder,
-    decoded_schema,
-    merge_side,
-    side_schema,
-    side_summary,
-)
+from loader.batch import KAFKA_COLUMNS, Reject
 from loader.config import LoaderConfig
 from loader.deadletter import DeadLetterProducer
 from loader.errors import LoaderError
 from loader.faultpoints import FaultPoints
+from loader.frames import DecodedBatch
 from loader.metrics import LoaderMetrics
 from loader.offsets import (
     BatchPlan,
@@ -213,15 +203,10 @@ class BatchSink:
         spark_schema(state.schema)
         self.faults.reached("planned", self.commits)
         kept = records.where(_keep_condition(committed)) if self.config.exactly_once else records
-        decoded = kept.mapInArrow(
-            arrow_decoder(state.schema, self.config.decode),
-            from_arrow_schema(decoded_schema(state.schema)),
-        )
-        # Read twice (the side summary, then the write): decode once.
-        decoded.persist(StorageLevel.MEMORY_AND_DISK)
+        batch = DecodedBatch(kept, state.schema, self.config.decode, self.config.jvm_decode)
         try:
             decode_started = time.monotonic()
-            side = self._side(decoded)
+            side = batch.summary()
             decode_s = time.monotonic() - decode_started
             if side.count == 0:
                 log.info("batch %s: every record is already committed", batch_id)
@@ -241,11 +226,9 @@ class BatchSink:
                 max_timestamp_ms=_newest(state.max_timestamp_ms, side.max_timestamp_ms),
             )
             write_started = time.monotonic()
-            self._write(
-                decoded.where(F.col(REJECT_COLUMN).isNull()), props, state, batch_id, attempt
-            )
+            self._write(batch.rows(), props, state, batch_id, attempt)
         finally:
-            decoded.unpersist()
+            batch.release()
         self._last_offsets = plan.next_offsets
         self.commits += 1
         self.renewed_ms = now_ms()
@@ -298,18 +281,6 @@ class BatchSink:
     def _check_owner(self, state: TableState) -> None:
         check_owner(str(self.config.table), self.config.loader_id, self.instance, state.lease)
 
-    def _side(self, decoded: DataFrame) -> BatchSide:
-        """Run the decoding job; bring back offset ranges, counts and rejects only.
-
-        One Spark job reads Kafka, decodes in the executors, fills the cache and
-        summarizes each task's output in Arrow; the rows themselves stay in the
-        executors until the append reads them from the cache.
-        """
-        side = decoded.select(POSITION_COLUMN, REJECT_COLUMN).mapInArrow(
-            side_summary, from_arrow_schema(side_schema())
-        )
-        return merge_side(r.asDict(recursive=True) for r in side.collect())
-
     def _committed(self, state: TableState) -> Offsets:
         if not self.config.exactly_once:
             return state.committed.offsets
@@ -333,7 +304,7 @@ class BatchSink:
 
     def _append(self, rows: DataFrame, props: dict[str, str], wap_id: str | None) -> None:
         """Append ``rows`` as one snapshot carrying ``props``; staged under ``wap_id`` if given."""
-        frame: Any = rows.drop(REJECT_COLUMN, POSITION_COLUMN)
+        frame: Any = rows
         # Rows arrive in Kafka order, not partition order: write with one open
         # file per table partition instead of shuffling and sorting them first.
         writer = (

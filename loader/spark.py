@@ -156,7 +156,7 @@ def session(config: LoaderConfig, extra: Mapping[str, str] | None = None) -> Spa
     for key, value in {**_builder_options(config), **(extra or {})}.items():
         builder = builder.config(key, value)
     spark: SparkSession = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    spark.sparkContext.setLogLevel(config.spark.log_level.upper())
     for key, value in catalog_options(config, secrets=True).items():
         spark.conf.set(key, value)
     return spark

@@ -6,14 +6,31 @@ Every path contains the pinned version, so a version bump provisions afresh besi
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+import loader
 from harness.provision import versions
 
 ENV_CACHE = "ICEFLOE_CACHE"
 ECJ = versions.MavenArtifact("org.eclipse.jdt", "ecj", "3.40.0")
+
+
+LOADER_JVM_SOURCES = Path(loader.__file__).parent / "jvm"
+"""The loader's Java sources (its JVM decoder), compiled into the loader's jar at provisioning."""
+
+
+@functools.cache
+def loader_jvm_digest() -> str:
+    """A short digest of the loader's Java sources: a changed source builds a new jar."""
+    digest = hashlib.sha256()
+    for path in sorted(LOADER_JVM_SOURCES.rglob("*.java")):
+        digest.update(path.relative_to(LOADER_JVM_SOURCES).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
 
 
 def cache_dir() -> Path:
@@ -53,6 +70,13 @@ class Layout:
     @property
     def spark_jars(self) -> Path:
         return self.cache / "spark-extras" / f"{versions.SPARK}-{versions.ICEBERG}" / "jars"
+
+    @property
+    def loader_jar(self) -> Path:
+        from loader.plain import JAR_NAME
+
+        folder = f"{versions.SPARK}-{loader_jvm_digest()}"
+        return self.cache / "loader-jvm" / folder / JAR_NAME
 
     @property
     def catalog_jar(self) -> Path:

@@ -20,7 +20,7 @@ from pathlib import Path
 from harness.console import say
 from harness.provision import go, ivy, jdk, versions
 from harness.provision.download import download
-from harness.provision.layout import ECJ, Layout
+from harness.provision.layout import ECJ, LOADER_JVM_SOURCES, Layout
 
 _LAUNCHER_SOURCE = Path(__file__).parent / "java" / "org" / "apache" / "iceberg" / "rest"
 _LAUNCHER_CLASS = "IcefloeRestServer"
@@ -90,6 +90,34 @@ def _compile_catalog_launcher(layout: Layout) -> None:
     staging.rename(out)
 
 
+def _build_loader_jar(layout: Layout) -> None:
+    """Compile the loader's JVM decoder against the pyspark wheel's jars into the loader's jar.
+
+    Spark's own jars (spark-sql-api, Jackson) are the compile classpath; the jar holds only the
+    loader's classes, since every Spark driver and executor has the rest.
+    """
+    import pyspark
+
+    ecj = _maven(layout, ECJ)
+    java = _java_for("spark", layout)
+    spark_jars = sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar"))
+    sources = sorted(str(p) for p in LOADER_JVM_SOURCES.rglob("*.java"))
+    jar = layout.loader_jar
+    classes = jar.parent / "classes"
+    shutil.rmtree(jar.parent, ignore_errors=True)
+    cmd = [str(java), "-jar", str(ecj), "-17", "-nowarn", "-d", str(classes)]
+    cmd += ["-cp", ":".join(str(p) for p in spark_jars), *sources]
+    say(f"compile {len(sources)} loader JVM sources")
+    subprocess.run(cmd, check=True)
+    staging = jar.with_suffix(".part")
+    with zipfile.ZipFile(staging, "w", zipfile.ZIP_DEFLATED) as out:
+        out.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+        for path in sorted(classes.rglob("*.class")):
+            out.write(path, path.relative_to(classes).as_posix())
+    shutil.rmtree(classes)
+    staging.rename(jar)
+
+
 def _build_minio(layout: Layout) -> None:
     go.install(layout, f"{versions.MINIO_MODULE}@{versions.MINIO}", layout.minio_bin)
 
@@ -131,6 +159,11 @@ def steps(layout: Layout) -> list[Step]:
             f"spark extras (spark {versions.SPARK}, iceberg {versions.ICEBERG})",
             layout.spark_jars.is_dir,
             _resolve(layout, "spark-extras", versions.SPARK_EXTRAS, layout.spark_jars),
+        ),
+        Step(
+            f"loader jvm decoder (spark {versions.SPARK})",
+            layout.loader_jar.is_file,
+            lambda: _build_loader_jar(layout),
         ),
         Step(
             f"iceberg rest catalog {versions.ICEBERG_REST_SERVER}",

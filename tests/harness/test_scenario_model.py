@@ -112,10 +112,12 @@ def test_breaks_replace_steps_with_only_and_not_in_break() -> None:
 
 
 def _provisioned_cache(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A cache laid out as `icefloe provision` leaves it, with a Spark jar and a PyPI JDK."""
+    """A cache laid out as `icefloe provision` leaves it: Spark jars, the loader's, a PyPI JDK."""
     cache = root / "cache"
-    (Layout(cache).spark_jars).mkdir(parents=True)
-    (Layout(cache).spark_jars / "iceberg-spark-runtime.jar").touch()
+    layout = Layout(cache)
+    for jar in (layout.spark_jars / "iceberg-spark-runtime.jar", layout.loader_jar):
+        jar.parent.mkdir(parents=True, exist_ok=True)
+        jar.touch()
     home = jdk.pypi_jdk_home(cache, jdk.pypi_jdk_version(versions.JAVA_RANGES["spark"]))
     (home / "bin").mkdir(parents=True)
     (home / "bin" / "java").touch()

@@ -1,9 +1,10 @@
 """Batch decoding, starting offsets, lag, status text and CLI flags: no services needed.
 
-Decoding is tested through what the sink runs: ``decode_arrow`` (in the executors), then
-``side_summary`` and ``merge_side`` (the offset ranges, counts and rejects the driver plans
-the commit with). Skipping what the table already holds is a Spark filter in the sink; the
-integration tests (a restart, a kill after a commit) exercise it.
+Decoding is tested through what the executors run for records in Python, ``decode_arrow``,
+then ``merge_side`` (the offset ranges, counts and rejects the driver plans the commit with)
+over per-partition summaries like those Spark aggregates (``frames.DecodedBatch.summary``).
+Skipping what the table already holds is a Spark filter in the sink; the integration tests
+(a restart, a kill after a commit) exercise it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from loader.batch import (
     decoded_schema,
     merge_side,
     rejects_from_rows,
-    side_summary,
 )
 from loader.cli import configure_parser
 from loader.config import flag_values
@@ -64,6 +64,26 @@ def row(i: int) -> bytes:
     return json.dumps({"id": i, "name": f"n{i}"}).encode()
 
 
+def summarize(decoded: list[pa.RecordBatch]) -> list[dict[str, object]]:
+    """Per-partition summary rows of one task's decoded batches, as Spark aggregates them."""
+    out: dict[tuple[str, int], dict[str, object]] = {}
+    for batch in decoded:
+        for p in batch.column(POSITION_COLUMN).to_pylist():
+            r = out.setdefault(
+                (p["topic"], p["partition"]),
+                {"topic": p["topic"], "partition": p["partition"], "lo": p["offset"], "n": 0},
+            )
+            r["lo"] = min(r["lo"], p["offset"])  # type: ignore[type-var]
+            r["hi"] = max(r.get("hi", p["offset"]), p["offset"])  # type: ignore[type-var]
+            r["n"] += 1  # type: ignore[operator]
+            r["timestamp_ms"] = max(r.get("timestamp_ms", p["timestamp_ms"]), p["timestamp_ms"])  # type: ignore[type-var]
+    return list(out.values())
+
+
+def rejects_of(decoded: list[pa.RecordBatch]) -> list[dict[str, object]]:
+    return [r for b in decoded for r in b.column(REJECT_COLUMN).to_pylist() if r is not None]
+
+
 def decode(batch: pa.Table) -> tuple[list[dict[str, object]], BatchSide]:
     """Decode a batch as the sink does: the valid rows it appends and the side it plans with."""
     decoded = decode_arrow(batch, RecordDecoder(SCHEMA, DecodeOptions()))
@@ -72,8 +92,7 @@ def decode(batch: pa.Table) -> tuple[list[dict[str, object]], BatchSide]:
         for r in decoded.to_pylist()
         if r[REJECT_COLUMN] is None
     ]
-    side = side_summary([decoded.select([POSITION_COLUMN, REJECT_COLUMN])])
-    return rows, merge_side(r for b in side for r in b.to_pylist())
+    return rows, merge_side(summarize([decoded]), rejects_of([decoded]))
 
 
 def test_decoding_splits_rows_and_rejects_and_reports_ranges() -> None:
@@ -113,7 +132,19 @@ def test_decode_arrow_marks_rejects_in_their_own_column() -> None:
     assert first.meta.timestamp_ms == epoch + 6000
 
 
-def test_side_summary_gives_ranges_counts_and_rejects_across_tasks() -> None:
+def test_a_reject_naming_a_map_key_with_a_lone_surrogate_reaches_arrow() -> None:
+    schema = Schema(
+        it.NestedField(
+            1, "m", it.MapType(2, it.StringType(), 3, it.BooleanType(), value_required=False)
+        )
+    )
+    batch = records([("t", 0, 1, b'{"m": {"\\ud800x": true}}')])
+    out = decode_arrow(batch, RecordDecoder(schema, DecodeOptions())).to_pylist()
+    reject = out[0][REJECT_COLUMN]
+    assert (reject["kind"], reject["path"]) == ("invalid_utf8", 'm["\\ud800x"]')
+
+
+def test_merge_side_gives_ranges_counts_and_rejects_across_tasks() -> None:
     decoder = RecordDecoder(SCHEMA, DecodeOptions())
     # Two tasks: partition 0 split over two Arrow batches, partition 1 in another task.
     task_a = [
@@ -123,12 +154,8 @@ def test_side_summary_gives_ranges_counts_and_rejects_across_tasks() -> None:
     task_b = [
         decode_arrow(records([("t", 1, 9, None), ("u", 0, 2, row(2))]).to_batches()[0], decoder)
     ]
-    emitted = [
-        b
-        for task in (task_a, task_b)
-        for b in side_summary(t.select([POSITION_COLUMN, REJECT_COLUMN]) for t in task)
-    ]
-    side = merge_side(r for b in emitted for r in b.to_pylist())
+    summary = [r for task in (task_a[:1], task_a[1:], task_b) for r in summarize(task)]
+    side = merge_side(summary, rejects_of(task_b) + rejects_of(task_a))
     assert side.ranges == (
         OffsetRange("t", 0, 5, 8),
         OffsetRange("t", 1, 9, 10),
@@ -143,7 +170,7 @@ def test_side_summary_gives_ranges_counts_and_rejects_across_tasks() -> None:
     ]
 
 
-def test_side_summary_of_nothing_is_empty() -> None:
+def test_merge_side_of_nothing_is_empty() -> None:
     side = merge_side([])
     assert (side.ranges, side.count, side.max_timestamp_ms, side.rejects) == ((), 0, None, ())
 

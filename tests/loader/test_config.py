@@ -311,6 +311,8 @@ def test_exactly_once_and_spark_settings(tmp_path: Path) -> None:
     assert cfg.exactly_once is False
     assert cfg.spark.master == "local[1]"
     assert cfg.spark.jars == ("/a.jar", "/b.jar")
+    with pytest.raises(ConfigError, match=r"spark\.log_level"):
+        load(tmp_path, MINIMAL + '[spark]\nlog_level = "LOUD"\n')
     with pytest.raises(ConfigError, match=r"spark\.shuffle_partitions"):
         load(tmp_path, argv=["--spark-shuffle-partitions", "0"])
 
@@ -331,6 +333,7 @@ KNOWN_KEYS = [
     "case_insensitive",
     "max_record_bytes",
     "max_depth",
+    "jvm_decode",
     "kafka.bootstrap",
     "kafka.topics",
     "kafka.pattern",
@@ -350,6 +353,7 @@ KNOWN_KEYS = [
     "spark.driver_memory",
     "spark.shuffle_partitions",
     "spark.jars",
+    "spark.log_level",
     "catalog.uri",
     "catalog.warehouse",
     "catalog.s3_endpoint",

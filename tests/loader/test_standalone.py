@@ -37,7 +37,7 @@ import pyarrow as pa
 from pyiceberg import types as it
 from pyiceberg.schema import Schema
 
-from loader.batch import POSITION_COLUMN, REJECT_COLUMN, decode_arrow, merge_side, side_summary
+from loader.batch import REJECT_COLUMN, decode_arrow, merge_side
 from loader.cli import main
 from loader.config import load_config
 from loader.record import RecordDecoder
@@ -55,8 +55,8 @@ records = pa.table({
     "headers": pa.array([None, None], headers),
 })
 decoded = decode_arrow(records, RecordDecoder(schema, config.decode))
-summaries = side_summary([decoded.select([POSITION_COLUMN, REJECT_COLUMN])])
-side = merge_side(r for b in summaries for r in b.to_pylist())
+summary = [{"topic": "t", "partition": 0, "lo": 10, "hi": 11, "n": 2, "timestamp_ms": 1}]
+side = merge_side(summary, [r for r in decoded.column(REJECT_COLUMN).to_pylist() if r])
 err = io.StringIO()
 with redirect_stderr(err):
     code = main(["run", "--config", sys.argv[1]])

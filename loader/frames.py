@@ -1,0 +1,216 @@
+"""Frames: one micro-batch as Spark DataFrames, from Kafka records to the rows the sink writes.
+
+Records are decoded in the executors in two tiers:
+
+1. the JVM path (``loader.plain``): ``PlainDecoder`` turns each record value into a row of
+   the table, or null when it cannot prove the record plain. No record leaves the JVM;
+2. the records it declines go to the strict Python parser (``batch.arrow_decoder`` through
+   ``mapInArrow``), which gives a row or a reject with its reason. When the schema or the
+   transforms keep the JVM path off, every record goes there.
+
+``DecodedBatch`` caches what is read twice and gives the driver, in this order:
+
+* ``summary()``: per Kafka partition the offset range, the record count and the newest
+  timestamp (one Spark job that decodes and caches the batch, aggregated in the JVM);
+* the rejects, collected by ``summary()`` too, in a second job only when some records went
+  to Python;
+* ``rows()``: the valid rows, for the append (the write job reads them from the caches).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pyspark import StorageLevel
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from loader.batch import (
+    KAFKA_COLUMNS,
+    POSITION_COLUMN,
+    REJECT_COLUMN,
+    BatchSide,
+    arrow_decoder,
+    decoded_schema,
+    merge_side,
+)
+from loader.errors import LoaderError
+from loader.plain import Ineligible, plain_column
+from loader.record import DecodeOptions
+
+if TYPE_CHECKING:
+    from pyiceberg.schema import Schema
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["KAFKA_SCHEMA_DDL", "PLAIN_COLUMN", "RAW_COLUMN", "DecodedBatch", "warm_up"]
+
+PLAIN_COLUMN = "_icefloe_plain"
+"""The JVM path's row (a struct of the table's columns), null for a declined record."""
+
+RAW_COLUMN = "_icefloe_raw"
+"""A declined record's Kafka columns (a struct), null for a record the JVM path decoded."""
+
+
+KAFKA_SCHEMA_DDL = (
+    "key binary, value binary, topic string, partition int, offset long, "
+    "timestamp timestamp, headers array<struct<key: string, value: binary>>"
+)
+"""The columns Spark's Kafka source gives (with ``includeHeaders``), as a DDL schema."""
+
+
+def warm_up(spark: Any, schema: Schema, options: DecodeOptions, jvm: bool) -> None:
+    """Decode a few made-up records the way a batch is decoded, so the first batch is not cold.
+
+    Starts the Python workers (one per core: Spark reuses them), loads the JVM decoder and
+    Arrow on both sides. Records: an empty object (the JVM path, or the Python parser when it
+    declines it) and a malformed one (the Python parser), in every default partition.
+
+    Args:
+        spark: the loader's session.
+        schema: the table's current schema.
+        options: decoding options.
+        jvm: whether the JVM path is on.
+    """
+    import datetime as dt
+
+    when = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+    n = max(2, spark.sparkContext.defaultParallelism)
+    rows: list[tuple[Any, ...]] = [
+        (None, b"{}" if i % 2 == 0 else b"{", "warm-up", i, 0, when, []) for i in range(n)
+    ]
+    records = spark.createDataFrame(rows, KAFKA_SCHEMA_DDL).repartition(n)
+    try:
+        batch = DecodedBatch(records, schema, options, jvm)
+    except LoaderError:
+        return  # a schema the loader cannot load: the first batch stops with the reason
+    try:
+        batch.summary()
+        batch.rows().count()
+    finally:
+        batch.release()
+
+
+def _position() -> Column:
+    return F.struct(
+        F.col("topic").cast("string").alias("topic"),
+        F.col("partition").cast("int").alias("partition"),
+        F.col("offset").cast("long").alias("offset"),
+        F.unix_millis(F.col("timestamp")).alias("timestamp_ms"),
+    ).alias(POSITION_COLUMN)
+
+
+class DecodedBatch:
+    """One micro-batch's records, decoded; see the module docstring.
+
+    Args:
+        records: the Kafka source columns (``KAFKA_COLUMNS``) of the records to load.
+        schema: the table's current Iceberg schema.
+        options: decoding options.
+        jvm: decode plain records in the JVM; false decodes every record in Python.
+    """
+
+    def __init__(
+        self,
+        records: DataFrame,
+        schema: Schema,
+        options: DecodeOptions,
+        jvm: bool,
+    ) -> None:
+        self.schema = schema
+        self.options = options
+        self.columns = [f.name for f in schema.fields]
+        self._cached: list[DataFrame] = []
+        self._python: DataFrame | None = None
+        self._plain: DataFrame | None = None
+        column = None
+        if jvm:
+            try:
+                column = plain_column(records, schema, options)
+            except Ineligible:
+                column = None
+        if column is None:
+            self._python = self._cache(self._decode_in_python(records))
+        else:
+            # Two projections, so the UDF runs once per record: Spark does not merge
+            # projections that would evaluate an expensive expression twice.
+            decoded = records.select(*KAFKA_COLUMNS, column.alias(PLAIN_COLUMN))
+            declined = F.col(PLAIN_COLUMN).isNull()
+            self._plain = self._cache(
+                decoded.select(
+                    _position(),
+                    PLAIN_COLUMN,
+                    F.when(declined, F.struct(*KAFKA_COLUMNS)).alias(RAW_COLUMN),
+                )
+            )
+
+    @property
+    def jvm(self) -> bool:
+        """Whether the JVM path decodes this batch's plain records."""
+        return self._plain is not None
+
+    def summary(self) -> BatchSide:
+        """Decode the batch (cached) and bring back its offset ranges, counts and rejects."""
+        staged = self._plain if self._plain is not None else self._python
+        assert staged is not None
+        to_python = RAW_COLUMN if self._plain is not None else REJECT_COLUMN
+        pos = F.col(POSITION_COLUMN)
+        rows = (
+            staged.groupBy(
+                pos.getField("topic").alias("topic"), pos.getField("partition").alias("partition")
+            )
+            .agg(
+                F.min(pos.getField("offset")).alias("lo"),
+                F.max(pos.getField("offset")).alias("hi"),
+                F.count(F.lit(1)).alias("n"),
+                F.max(pos.getField("timestamp_ms")).alias("timestamp_ms"),
+                F.count(to_python).alias("python"),
+            )
+            .collect()
+        )
+        summary = [r.asDict() for r in rows]
+        rejects: list[dict[str, Any]] = []
+        if any(r["python"] for r in summary):
+            rejects = self._rejects()
+        return merge_side(summary, rejects)
+
+    def rows(self) -> DataFrame:
+        """The valid rows, the table's columns in schema order."""
+        parts: list[DataFrame] = []
+        if self._plain is not None:
+            plain = self._plain.where(F.col(PLAIN_COLUMN).isNotNull())
+            parts.append(plain.select(f"{PLAIN_COLUMN}.*"))
+        if self._python is not None:
+            valid = self._python.where(F.col(REJECT_COLUMN).isNull())
+            parts.append(valid.select(*(F.col(f"`{c}`") for c in self.columns)))
+        frame = parts[0]
+        for part in parts[1:]:
+            frame = frame.unionByName(part)
+        return frame
+
+    def release(self) -> None:
+        """Drop the cached frames."""
+        for frame in self._cached:
+            frame.unpersist()
+        self._cached.clear()
+
+    # -- internals ---------------------------------------------------------
+
+    def _cache(self, frame: DataFrame) -> DataFrame:
+        frame.persist(StorageLevel.MEMORY_AND_DISK)
+        self._cached.append(frame)
+        return frame
+
+    def _decode_in_python(self, records: DataFrame) -> DataFrame:
+        return records.select(*KAFKA_COLUMNS).mapInArrow(
+            arrow_decoder(self.schema, self.options),
+            from_arrow_schema(decoded_schema(self.schema)),
+        )
+
+    def _rejects(self) -> list[dict[str, Any]]:
+        """The malformed records; the declined ones are decoded in Python first (cached)."""
+        if self._python is None:
+            assert self._plain is not None
+            declined = self._plain.where(F.col(RAW_COLUMN).isNotNull())
+            self._python = self._cache(self._decode_in_python(declined.select(f"{RAW_COLUMN}.*")))
+        found = self._python.where(F.col(REJECT_COLUMN).isNotNull()).select(REJECT_COLUMN)
+        return [r[REJECT_COLUMN].asDict(recursive=True) for r in found.collect()]
