@@ -244,9 +244,8 @@ class TableView:
             The published snapshot id.
 
         Raises:
-            MainMoved: main moved since the plan (the catalog refused the commit, or the
-                snapshot was staged on top of a newer one).
-            LoaderError: no snapshot was staged under ``wap_id``.
+            MainMoved: main moved since the plan (the catalog refused the commit, the
+                snapshot was staged on top of a newer one, or expiry removed it).
         """
         from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException
         from pyiceberg.table.refs import SnapshotRefType
@@ -255,7 +254,9 @@ class TableView:
         table = self.load()
         staged = _staged(table, wap_id)
         if staged is None:
-            raise LoaderError(f"the batch's write staged no snapshot under {wap_id!r}")
+            # Snapshot expiry removes a staged snapshot main does not reference; planning
+            # again is safe (it reads what the table holds), failing would stop the loader.
+            raise MainMoved(f"the snapshot staged under {wap_id!r} is gone (expired?)")
         if staged.parent_snapshot_id != planned:
             raise MainMoved(f"staged on {staged.parent_snapshot_id}, planned from {planned}")
         properties = lease_properties(self.config.loader_id, instance, now_ms(), ttl_ms)
