@@ -66,7 +66,7 @@ CONTAINER_TESTS ?= tests/containers tests/harness tests/publisher \
 	tests/loader/test_loader_integration.py tests/scenarios
 test-containers: images ## the backend-dependent tests and scenarios 01 02 04 05 on containers
 	$(BIN)/pytest --backend containers -m "(integration or scenario) and not slow" \
-		-k "(not test_scenario and not test_generated) or $(CONTAINER_SCENARIOS)" $(CONTAINER_TESTS) $(PYTEST_ARGS)
+		-k "(not test_scenario and not test_generated and not test_maintenance) or $(CONTAINER_SCENARIOS)" $(CONTAINER_TESTS) $(PYTEST_ARGS)
 
 lint: venv ## ruff and mypy
 	$(BIN)/ruff check .
