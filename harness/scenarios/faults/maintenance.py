@@ -20,6 +20,7 @@ from harness import maintenance
 from harness.scenarios.client import metadata_table
 from harness.scenarios.faults import Over, fault_kind
 from harness.scenarios.traffic import anchor_moment
+from loader import keys
 
 __all__ = ["ExpireParams", "OptimizeParams", "OrphansParams", "RetentionParams"]
 
@@ -32,19 +33,30 @@ def _footprints(result: maintenance.MaintenanceResult) -> dict[str, Any]:
     }
 
 
-def _attempt(run: Any, name: str, attempts: int, work: Any) -> Any:
-    """Run ``work()``; on failure (a conflicting commit, Trino restarting) try again."""
-    for attempt in range(1, attempts + 1):
-        try:
-            return work()
-        except Exception as exc:
-            run.history.record(
-                "fault", "info", f"{name}.retry", attempt=attempt, error=str(exc)[:300]
-            )
-            if attempt == attempts:
-                raise
-            time.sleep(2.0)
-    raise AssertionError("unreachable")
+class _Maintenance(Over):
+    """A maintenance fault: its parameters, and one operation retried when a commit conflicts
+    or Trino is restarting."""
+
+    lane = "maintenance"
+    name = ""
+
+    def __init__(self, params: Any, rng: random.Random) -> None:
+        self.params = params
+
+    def _retried(self, run: Any, work: Any) -> maintenance.MaintenanceResult:
+        """Run ``work()`` up to ``params.attempts`` times; record each failed try."""
+        attempts = self.params.attempts
+        for attempt in range(1, attempts + 1):
+            try:
+                return work()  # type: ignore[no-any-return]
+            except Exception as exc:
+                run.history.record(
+                    "fault", "info", f"{self.name}.retry", attempt=attempt, error=str(exc)[:300]
+                )
+                if attempt == attempts:
+                    raise
+                time.sleep(2.0)
+        raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True)
@@ -56,23 +68,16 @@ class OptimizeParams:
 
 
 @fault_kind("optimize", "maintenance", OptimizeParams)
-class Optimize(Over):
+class Optimize(_Maintenance):
     """``ALTER TABLE ... EXECUTE optimize`` while the loader writes."""
 
     kind = name = "optimize"
-    lane = "maintenance"
-
-    def __init__(self, params: OptimizeParams, rng: random.Random) -> None:
-        self.params = params
 
     def inject(self, run: Any) -> Mapping[str, Any]:
         query = run.client.query_fn("optimize")
         table, threshold = run.names.table, self.params.file_size_threshold
-        result = _attempt(
-            run,
-            self.name,
-            self.params.attempts,
-            lambda: maintenance.optimize(query, table, file_size_threshold=threshold),
+        result = self._retried(
+            run, lambda: maintenance.optimize(query, table, file_size_threshold=threshold)
         )
         return _footprints(result)
 
@@ -95,15 +100,11 @@ class ExpireParams:
 
 
 @fault_kind("expire_snapshots", "maintenance", ExpireParams)
-class ExpireSnapshots(Over):
+class ExpireSnapshots(_Maintenance):
     """``expire_snapshots`` while the loader writes (Trino's minimum retention lowered for the
     statement's session only); records the snapshot count before and after (``snapshots``)."""
 
     kind = name = "expire_snapshots"
-    lane = "maintenance"
-
-    def __init__(self, params: ExpireParams, rng: random.Random) -> None:
-        self.params = params
 
     def inject(self, run: Any) -> Mapping[str, Any]:
         p, client, table = self.params, run.client, run.names.table
@@ -115,11 +116,8 @@ class ExpireSnapshots(Over):
             before = client.sql("snapshot_count", count, attempts=30)[0][0]
         query = client.query_fn("expire_snapshots")
         retention = dt.timedelta(seconds=p.retention_s)
-        result = _attempt(
-            run,
-            self.name,
-            p.attempts,
-            lambda: maintenance.expire_snapshots(query, table, retention=retention),
+        result = self._retried(
+            run, lambda: maintenance.expire_snapshots(query, table, retention=retention)
         )
         run.history.record(
             "read", "ok", "snapshots", before=result.before.snapshots, after=result.after.snapshots
@@ -137,23 +135,16 @@ class OrphansParams:
 
 
 @fault_kind("remove_orphan_files", "maintenance", OrphansParams)
-class RemoveOrphanFiles(Over):
+class RemoveOrphanFiles(_Maintenance):
     """``remove_orphan_files`` while the loader writes."""
 
     kind = name = "remove_orphan_files"
-    lane = "maintenance"
-
-    def __init__(self, params: OrphansParams, rng: random.Random) -> None:
-        self.params = params
 
     def inject(self, run: Any) -> Mapping[str, Any]:
         query = run.client.query_fn("remove_orphan_files")
         table, retention = run.names.table, dt.timedelta(seconds=self.params.retention_s)
-        result = _attempt(
-            run,
-            self.name,
-            self.params.attempts,
-            lambda: maintenance.remove_orphan_files(query, table, retention=retention),
+        result = self._retried(
+            run, lambda: maintenance.remove_orphan_files(query, table, retention=retention)
         )
         return _footprints(result)
 
@@ -174,15 +165,11 @@ class RetentionParams:
 
 
 @fault_kind("retention_delete", "maintenance", RetentionParams)
-class RetentionDelete(Over):
+class RetentionDelete(_Maintenance):
     """``DELETE ... WHERE timestamp < cutoff`` while the loader writes; records the ids visible
     before (``before_delete``) and those the DELETE removed (``retention_removed``)."""
 
     kind = name = "retention_delete"
-    lane = "maintenance"
-
-    def __init__(self, params: RetentionParams, rng: random.Random) -> None:
-        self.params = params
 
     def inject(self, run: Any) -> Mapping[str, Any]:
         p, client, table = self.params, run.client, run.names.table
@@ -195,11 +182,8 @@ class RetentionDelete(Over):
         client.visible("before_delete", table)
         query = client.query_fn("delete", cutoff_micros=micros)
         started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
-        result = _attempt(
-            run,
-            self.name,
-            p.attempts,
-            lambda: maintenance.retention_delete(query, table, cutoff=cutoff),
+        result = self._retried(
+            run, lambda: maintenance.retention_delete(query, table, cutoff=cutoff)
         )
         removed = self._removed(client, table, cutoff, started)
         client.record_read("retention_removed", sorted(removed), cutoff_micros=micros)
@@ -211,7 +195,7 @@ class RetentionDelete(Over):
             "retention_snapshot",
             f"SELECT snapshot_id, parent_id FROM {metadata_table(table, 'snapshots')} "
             "WHERE operation IN ('delete', 'overwrite') "
-            "AND element_at(summary, 'icefloe.loader-id') IS NULL "
+            f"AND element_at(summary, '{keys.LOADER_ID}') IS NULL "
             f"AND committed_at >= {maintenance.timestamp_literal(started)} "
             "ORDER BY committed_at DESC LIMIT 1",
             attempts=10,
