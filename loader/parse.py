@@ -848,9 +848,9 @@ def spark_schema(schema: Schema) -> st.StructType:
             return st.DecimalType(t.precision, t.scale)
         if isinstance(t, it.TimeType):
             raise SchemaMismatch(
-                "the table has an Iceberg time column, which Spark cannot load: Spark 4.0 has no "
-                "TIME type, and Iceberg's Spark runtime (1.11) refuses a table with a time "
-                "column on Spark 4.1 too ('Spark does not support time fields')"
+                "the table has an Iceberg time column, which Spark cannot load: Iceberg's Spark "
+                "runtime (1.11, for Spark 4.1) maps no Spark type to Iceberg's time and refuses "
+                "the table ('Spark does not support time fields')"
             )
         simple: dict[type[it.IcebergType], Callable[[], st.DataType]] = {
             it.BooleanType: st.BooleanType,

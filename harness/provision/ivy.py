@@ -28,12 +28,26 @@ class ResolveError(RuntimeError):
     """Ivy could not resolve a bundle."""
 
 
-def module_xml(name: str, artifacts: Sequence[versions.MavenArtifact]) -> str:
-    """An ivy.xml asking for `artifacts` with their runtime dependencies."""
+def module_xml(
+    name: str,
+    artifacts: Sequence[versions.MavenArtifact],
+    overrides: Sequence[versions.MavenArtifact] = (),
+) -> str:
+    """An ivy.xml asking for `artifacts` with their runtime dependencies.
+
+    Each of `overrides` replaces the version any POM of the bundle asks for that module.
+    """
     deps = "\n".join(
-        f"    <dependency org={quoteattr(a.group)} name={quoteattr(a.artifact)} "
-        f'rev={quoteattr(a.version)} conf="default->default"/>'
-        for a in artifacts
+        [
+            f"    <dependency org={quoteattr(a.group)} name={quoteattr(a.artifact)} "
+            f'rev={quoteattr(a.version)} conf="default->default"/>'
+            for a in artifacts
+        ]
+        + [
+            f"    <override org={quoteattr(o.group)} module={quoteattr(o.artifact)} "
+            f"rev={quoteattr(o.version)}/>"
+            for o in overrides
+        ]
     )
     return (
         '<ivy-module version="2.0">\n'
@@ -43,9 +57,14 @@ def module_xml(name: str, artifacts: Sequence[versions.MavenArtifact]) -> str:
 
 
 def resolve(
-    java: Path, ivy_jar: Path, name: str, artifacts: Sequence[versions.MavenArtifact], dest: Path
+    java: Path,
+    ivy_jar: Path,
+    name: str,
+    artifacts: Sequence[versions.MavenArtifact],
+    dest: Path,
+    overrides: Sequence[versions.MavenArtifact] = (),
 ) -> list[Path]:
-    """Copy `artifacts` and their dependencies into `dest`.
+    """Copy `artifacts` and their dependencies into `dest`, with `overrides` pinned.
 
     Returns:
         The jars in dest.
@@ -55,7 +74,7 @@ def resolve(
     """
     work = dest.parent / f".{dest.name}-ivy"
     work.mkdir(parents=True, exist_ok=True)
-    (work / "ivy.xml").write_text(module_xml(name, artifacts))
+    (work / "ivy.xml").write_text(module_xml(name, artifacts, overrides))
     staging = dest.with_name(dest.name + ".part")
     cmd = [
         str(java), "-jar", str(ivy_jar),

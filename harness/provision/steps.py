@@ -123,11 +123,16 @@ def _build_minio(layout: Layout) -> None:
 
 
 def _resolve(
-    layout: Layout, name: str, artifacts: tuple[versions.MavenArtifact, ...], dest: Path
+    layout: Layout,
+    name: str,
+    artifacts: tuple[versions.MavenArtifact, ...],
+    dest: Path,
+    overrides: tuple[versions.MavenArtifact, ...] = (),
 ) -> Callable[[], None]:
     def run() -> None:
         ivy_jar = _maven(layout, versions.IVY_JAR)
-        ivy.resolve(_java_for("catalog", layout), ivy_jar, name, artifacts, dest)
+        java = _java_for("catalog", layout)
+        ivy.resolve(java, ivy_jar, name, artifacts, dest, overrides=overrides)
 
     return run
 
@@ -158,7 +163,13 @@ def steps(layout: Layout) -> list[Step]:
         Step(
             f"spark extras (spark {versions.SPARK}, iceberg {versions.ICEBERG})",
             layout.spark_jars.is_dir,
-            _resolve(layout, "spark-extras", versions.SPARK_EXTRAS, layout.spark_jars),
+            _resolve(
+                layout,
+                "spark-extras",
+                versions.SPARK_EXTRAS,
+                layout.spark_jars,
+                overrides=versions.SPARK_EXTRAS_OVERRIDES,
+            ),
         ),
         Step(
             f"loader jvm decoder (spark {versions.SPARK})",

@@ -16,8 +16,10 @@ KAFKA = "4.1.1"
 SCALA_BINARY = "2.13"
 ICEBERG_REST_SERVER = "1.10.1"  # last release whose iceberg-open-api jar is self-contained
 ICEBERG = "1.11.0"
-SPARK = "4.0.0"  # 4.1.1 resolves, but its Kafka source fails a restart (see docs/stack.md)
-SPARK_BINARY = "4.0"
+SPARK = "4.1.3"  # 4.1.1 and 4.1.2's Kafka source fail a restart (SPARK-55271, docs/stack.md)
+SPARK_BINARY = "4.1"
+# spark-sql-kafka 4.1.3 asks for spark-token-provider-kafka 4.1.3, which is not on Maven Central.
+SPARK_KAFKA_TOKEN_PROVIDER = "4.1.1"
 LOG4J = "2.24.3"
 IVY = "2.5.3"
 
@@ -73,6 +75,14 @@ SPARK_EXTRAS = (
     ),
     MavenArtifact("org.apache.iceberg", "iceberg-aws-bundle", ICEBERG),
     MavenArtifact("org.apache.spark", f"spark-sql-kafka-0-10_{SCALA_BINARY}", SPARK),
+)
+# Versions that replace what a bundle's POMs ask for (Ivy `override`).
+SPARK_EXTRAS_OVERRIDES = (
+    MavenArtifact(
+        "org.apache.spark",
+        f"spark-token-provider-kafka-0-10_{SCALA_BINARY}",
+        SPARK_KAFKA_TOKEN_PROVIDER,
+    ),
 )
 
 # Java feature release each service needs: (lowest, highest) inclusive.

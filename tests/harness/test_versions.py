@@ -23,6 +23,22 @@ def test_ivy_module_lists_every_artifact() -> None:
         assert f'name="{artifact.artifact}" rev="{artifact.version}"' in xml
 
 
+def test_ivy_module_pins_overrides_after_the_dependencies() -> None:
+    from xml.etree import ElementTree
+
+    xml = ivy.module_xml("spark-extras", versions.SPARK_EXTRAS, versions.SPARK_EXTRAS_OVERRIDES)
+    dependencies = ElementTree.fromstring(xml).find("dependencies")
+    assert dependencies is not None
+    children = list(dependencies)
+    tags = [child.tag for child in children]
+    assert tags == ["dependency"] * len(versions.SPARK_EXTRAS) + ["override"] * len(
+        versions.SPARK_EXTRAS_OVERRIDES
+    )
+    pinned = {(c.get("org"), c.get("module"), c.get("rev")) for c in children[-1:]}
+    token = versions.SPARK_EXTRAS_OVERRIDES[0]
+    assert pinned == {(token.group, token.artifact, token.version)}
+
+
 def test_java_ranges_cover_a_pypi_jdk() -> None:
     from harness.provision import jdk
 
