@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loader.config import LoaderConfig
@@ -98,6 +99,22 @@ def catalog_options(config: LoaderConfig, *, secrets: bool) -> dict[str, str]:
     return opts
 
 
+LOG4J2_PROPERTIES = Path(__file__).with_name("log4j2.properties")
+"""Spark's log configuration in a JVM the loader starts: stderr, at ``[spark] log_level``."""
+
+
+def _log_options(level: str) -> str:
+    """JVM options that give Spark's log the loader's level from the JVM's first line on.
+
+    Without them Spark prints its default profile's notices and start-up warnings before the
+    session exists and ``setLogLevel`` can quiet them.
+    """
+    return (
+        f"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES.as_uri()} "
+        f"-Dicefloe.spark.log.level={level.upper()}"
+    )
+
+
 def _builder_options(config: LoaderConfig) -> dict[str, str]:
     opts = {
         "spark.app.name": f"icefloe-loader-{config.loader_id}",
@@ -123,6 +140,7 @@ def _builder_options(config: LoaderConfig) -> dict[str, str]:
                 "spark.driver.bindAddress": "127.0.0.1",
                 "spark.driver.host": "127.0.0.1",
                 "spark.jars": ",".join(config.spark.jars),
+                "spark.driver.extraJavaOptions": _log_options(config.spark.log_level),
             }
         )
     opts.update(catalog_options(config, secrets=False))

@@ -317,6 +317,18 @@ def test_exactly_once_and_spark_settings(tmp_path: Path) -> None:
         load(tmp_path, argv=["--spark-shuffle-partitions", "0"])
 
 
+def test_the_jvm_logs_at_the_configured_level_from_its_first_line(tmp_path: Path) -> None:
+    from loader import spark
+
+    cfg = load(tmp_path, MINIMAL + '[spark]\nlog_level = "warn"\n')
+    options = spark._builder_options(cfg)["spark.driver.extraJavaOptions"].split()
+    assert "-Dicefloe.spark.log.level=WARN" in options
+    (config_file,) = (o.split("=", 1)[1] for o in options if o.startswith("-Dlog4j2.config"))
+    text = spark.LOG4J2_PROPERTIES.read_text()
+    assert config_file == spark.LOG4J2_PROPERTIES.as_uri()
+    assert "rootLogger.level = ${sys:icefloe.spark.log.level:-ERROR}" in text
+
+
 # --- one model: names derived from fields, help for every flag, TOML written back ---------
 
 # Every key the loader has ever read; users' files and environments keep working.
