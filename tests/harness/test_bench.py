@@ -149,3 +149,11 @@ def test_write_puts_json_markdown_and_a_png_in_the_folder(tmp_path: Path) -> Non
     assert json.loads(paths["json"].read_text())["command"] == "icefloe bench --rows 1000"
     assert paths["md"].read_text() == _report().to_markdown()
     assert paths["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_icefloe_bench_is_a_command_of_the_cli() -> None:
+    from harness.cli.main import build_parser
+
+    args = build_parser().parse_args(["bench", "--rows", "5000", "--skip", "cluster"])
+    assert args.rows == 5000 and args.skip == frozenset({"cluster"})
+    assert args.func.__module__ == "harness.cli.bench"
