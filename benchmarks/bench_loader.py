@@ -35,6 +35,7 @@ import uuid
 from typing import Any
 
 from harness.bench.ceiling import kafka_records
+from harness.bench.freshness import latencies, publish_numbered, watch_sequence
 from harness.bench.stats import percentile
 from harness.bench.workload import create_topic, publish_alternating, reference_values
 from harness.loader_config import stack_loader_config
@@ -110,43 +111,18 @@ def bench_latency(
         job.wait(0.5)
 
     sent: list[float] = []
-    done = threading.Event()
-
-    def publish() -> None:
-        interval = 1.0 / rate
-        start = time.perf_counter()
-        for seq in range(rate * seconds):
-            target = start + seq * interval
-            pause = target - time.perf_counter()
-            if pause > 0:
-                time.sleep(pause)
-            body["integer"] = seq
-            producer.produce(topic, json.dumps(body).encode())
-            producer.poll(0)
-            sent.append(time.perf_counter())
-        producer.flush(30)
-        done.set()
-
-    seen_at: dict[int, float] = {}
-    thread = threading.Thread(target=publish, daemon=True)
+    total = rate * seconds
+    thread = threading.Thread(
+        target=publish_numbered, args=(producer, topic, body, rate, total, sent), daemon=True
+    )
     thread.start()
     waiter = threading.Thread(target=lambda: job.wait(seconds + 60), daemon=True)
     waiter.start()
-    highest = -1
-    total = rate * seconds
-    deadline = time.perf_counter() + seconds + 60
-    while highest < total - 1 and time.perf_counter() < deadline:
-        ((top,),) = stack.query(f"SELECT max(integer) FROM {table}")
-        now = time.perf_counter()
-        if top is not None and top > highest:
-            for seq in range(highest + 1, top + 1):
-                seen_at[seq] = now
-            highest = top
-        time.sleep(0.05)
+    seen_at = watch_sequence(stack, table, total, time.monotonic() + seconds + 60)
     job.request_stop()
     waiter.join(60)
     job.stop()
-    return [seen_at[i] - sent[i] for i in sorted(seen_at) if i < len(sent)]
+    return latencies(sent, seen_at)
 
 
 def main() -> None:

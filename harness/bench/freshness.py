@@ -68,6 +68,44 @@ def summarize(
     )
 
 
+def publish_numbered(
+    out: Any, topic: str, body: dict[str, Any], rate: float, total: int, sent: list[float]
+) -> None:
+    """Publish ``total`` copies of ``body`` at ``rate`` msg/s, the i-th with ``integer`` = i.
+
+    Appends to ``sent`` the moment each message was handed to the producer ``out``.
+    """
+    start = time.monotonic()
+    for seq in range(total):
+        pause = start + seq / rate - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        body["integer"] = seq
+        out.produce(topic, json.dumps(body).encode())
+        out.poll(0)
+        sent.append(time.monotonic())
+    out.flush(60)
+
+
+def watch_sequence(stack: Any, table: str, total: int, until: float) -> dict[int, float]:
+    """When each of the sequence numbers 0..total-1 was first visible in ``table`` through Trino.
+
+    Polls ``max(integer)`` (one partition keeps the order) until all are seen or ``until``
+    (a ``time.monotonic()`` value) passes.
+    """
+    seen_at: dict[int, float] = {}
+    highest = -1
+    while highest < total - 1 and time.monotonic() < until:
+        ((top,),) = stack.query(f"SELECT max(integer) FROM {table}")
+        now = time.monotonic()
+        if top is not None and top > highest:
+            for seq in range(highest + 1, int(top) + 1):
+                seen_at[seq] = now
+            highest = int(top)
+        time.sleep(POLL_S)
+    return seen_at
+
+
 def run_setting(
     stack: Any,
     folder: Path,
@@ -100,32 +138,14 @@ def run_setting(
         files_before = data_files(stack, table)
         total = int(rate * seconds)
         sent: list[float] = []
-
-        def publish() -> None:
-            start = time.monotonic()
-            for seq in range(total):
-                pause = start + seq / rate - time.monotonic()
-                if pause > 0:
-                    time.sleep(pause)
-                body["integer"] = seq
-                out.produce(topic, json.dumps(body).encode())
-                out.poll(0)
-                sent.append(time.monotonic())
-            out.flush(60)
-
-        seen_at: dict[int, float] = {}
-        thread = threading.Thread(target=publish, name="bench-publish", daemon=True)
+        thread = threading.Thread(
+            target=publish_numbered,
+            args=(out, topic, body, rate, total, sent),
+            name="bench-publish",
+            daemon=True,
+        )
         thread.start()
-        highest = -1
-        stop_at = time.monotonic() + seconds + DRAIN_S
-        while highest < total - 1 and time.monotonic() < stop_at:
-            ((top,),) = stack.query(f"SELECT max(integer) FROM {table}")
-            now = time.monotonic()
-            if top is not None and top > highest:
-                for seq in range(highest + 1, int(top) + 1):
-                    seen_at[seq] = now
-                highest = int(top)
-            time.sleep(POLL_S)
+        seen_at = watch_sequence(stack, table, total, time.monotonic() + seconds + DRAIN_S)
         thread.join(60)
         files = data_files(stack, table) - files_before
     finally:

@@ -12,6 +12,7 @@ import datetime as dt
 import os
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -108,22 +109,14 @@ def _backlog(
         log = folder / "baseline.log"
         _measure(report, "baseline", lambda: run_baseline(stack, table, topic, rows, every, log))
     per_trigger = options.per_trigger
-    if options.runs(LOCAL):
-        table = schema.table("local")
-        where = folder / "loader-local"
-        _measure(
-            report,
-            "loader (local)",
-            lambda: loaders.run_local(stack, where, table, topic, rows, per_trigger),
-        )
-    if options.runs(CLUSTER):
-        table = schema.table("cluster")
-        where = folder / "loader-cluster"
-        _measure(
-            report,
-            "loader (cluster)",
-            lambda: loaders.run_cluster(stack, where, table, topic, rows, per_trigger),
-        )
+    for part, mode, measure in (
+        (LOCAL, "local", loaders.run_local),
+        (CLUSTER, "cluster", loaders.run_cluster),
+    ):
+        if options.runs(part):
+            table, where = schema.table(mode), folder / f"loader-{mode}"
+            run_loader = partial(measure, stack, where, table, topic, rows, per_trigger)
+            _measure(report, f"loader ({mode})", run_loader)
 
 
 def _freshness(
