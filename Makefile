@@ -77,8 +77,9 @@ format: venv ## format the code
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-bench: up ## benchmarks that print numbers (stack start-up and memory)
-	$(BIN)/python benchmarks/bench_stack.py
+BENCH_ARGS ?=
+bench: up ## icefloe bench: the loader beside its ceiling and a baseline (BENCH_ARGS="--rows 200000")
+	$(BIN)/icefloe bench $(BENCH_ARGS)
 
 clean: down ## stop the stack, remove the venv and the run directory (keeps the cache)
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache reports

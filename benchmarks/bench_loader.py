@@ -29,12 +29,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import statistics
 import threading
 import time
 import uuid
 from typing import Any
 
+from harness.bench.ceiling import kafka_records
+from harness.bench.freshness import latencies, publish_numbered, watch_sequence
+from harness.bench.stats import percentile
+from harness.bench.workload import create_topic, publish_alternating, reference_values
 from harness.loader_config import stack_loader_config
 from harness.stack.lakehouse import Stack
 from harness.stack.tables import create_table_sql
@@ -48,68 +51,15 @@ def _config(stack: Stack, table: str, topic: str, **settings: Any) -> LoaderConf
     return stack_loader_config(stack, table, [topic], loader_id="bench", **settings)
 
 
-def _topic(stack: Stack, partitions: int) -> str:
-    from confluent_kafka.admin import NewTopic
-
-    name = f"bench_{uuid.uuid4().hex[:8]}"
-    admin = stack.kafka_admin()
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
-    return name
-
-
-def _values(count: int, window_days: float) -> list[bytes]:
-    import datetime as dt
-
-    from publisher.clock import ClockConfig
-    from publisher.messages import GenerationConfig, generate
-
-    clock = ClockConfig(anchor=dt.datetime.now(dt.UTC), window_days=window_days)
-    config = GenerationConfig(seed=11, clock=clock)
-    return [m.value for m in generate(config, count) if m.value is not None]
-
-
 def bench_decode(values: list[bytes]) -> float:
     """Rows/s of ``decode_arrow`` alone on one core."""
-    import datetime as dt
-
-    import pyarrow as pa
-
     from publisher.rows import reference_schema
 
-    n = len(values)
-    headers = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
-    records = pa.table(
-        {
-            "key": pa.array([None] * n, pa.binary()),
-            "value": pa.array(values, pa.binary()),
-            "topic": pa.array(["t"] * n, pa.string()),
-            "partition": pa.array([0] * n, pa.int32()),
-            "offset": pa.array(range(n), pa.int64()),
-            "timestamp": pa.array([dt.datetime.now(dt.UTC)] * n, pa.timestamp("us", tz="UTC")),
-            "headers": pa.array([None] * n, headers),
-        }
-    )
+    records = kafka_records(values, "t")
     decoder = RecordDecoder(reference_schema(), DecodeOptions())
     start = time.perf_counter()
     decode_arrow(records, decoder)
-    return n / (time.perf_counter() - start)
-
-
-def publish_alternating(stack: Stack, topic: str, values: list[bytes]) -> None:
-    """Publish ``values`` to partitions 0 and 1 of ``topic`` in turn, and wait for all."""
-    from confluent_kafka import Producer
-
-    producer = Producer(
-        {"bootstrap.servers": stack.bootstrap_servers, "linger.ms": 50, "compression.type": "lz4"}
-    )
-    for i, value in enumerate(values):
-        while True:
-            try:
-                producer.produce(topic, value, partition=i % 2)
-                break
-            except BufferError:
-                producer.poll(0.1)
-    producer.flush(60)
+    return len(values) / (time.perf_counter() - start)
 
 
 def bench_throughput(
@@ -119,7 +69,7 @@ def bench_throughput(
 
     table = f"lake.{schema}.tput_{uuid.uuid4().hex[:6]}"
     stack.query(create_table_sql(table))
-    topic = _topic(stack, 2)
+    topic = create_topic(stack, 2)
     publish_alternating(stack, topic, values)
     config = _config(
         stack, table, topic, trigger_interval=1.0, kafka={"max_offsets_per_trigger": per_trigger}
@@ -147,13 +97,13 @@ def bench_latency(
 
     table = f"lake.{schema}.lat_{uuid.uuid4().hex[:6]}"
     stack.query(create_table_sql(table))
-    topic = _topic(stack, 1)
+    topic = create_topic(stack, 1)
     config = _config(stack, table, topic, trigger_interval=1.0)
     job = LoaderJob(config, spark)
     job.start()
     # Warm up the query (Python workers, JIT) before measuring.
     producer = Producer({"bootstrap.servers": stack.bootstrap_servers, "linger.ms": 0})
-    body = json.loads(_values(1, window)[0])
+    body = json.loads(reference_values(1, window)[0])
     body["integer"] = -1
     producer.produce(topic, json.dumps(body).encode())
     producer.flush(10)
@@ -161,43 +111,18 @@ def bench_latency(
         job.wait(0.5)
 
     sent: list[float] = []
-    done = threading.Event()
-
-    def publish() -> None:
-        interval = 1.0 / rate
-        start = time.perf_counter()
-        for seq in range(rate * seconds):
-            target = start + seq * interval
-            pause = target - time.perf_counter()
-            if pause > 0:
-                time.sleep(pause)
-            body["integer"] = seq
-            producer.produce(topic, json.dumps(body).encode())
-            producer.poll(0)
-            sent.append(time.perf_counter())
-        producer.flush(30)
-        done.set()
-
-    seen_at: dict[int, float] = {}
-    thread = threading.Thread(target=publish, daemon=True)
+    total = rate * seconds
+    thread = threading.Thread(
+        target=publish_numbered, args=(producer, topic, body, rate, total, sent), daemon=True
+    )
     thread.start()
     waiter = threading.Thread(target=lambda: job.wait(seconds + 60), daemon=True)
     waiter.start()
-    highest = -1
-    total = rate * seconds
-    deadline = time.perf_counter() + seconds + 60
-    while highest < total - 1 and time.perf_counter() < deadline:
-        ((top,),) = stack.query(f"SELECT max(integer) FROM {table}")
-        now = time.perf_counter()
-        if top is not None and top > highest:
-            for seq in range(highest + 1, top + 1):
-                seen_at[seq] = now
-            highest = top
-        time.sleep(0.05)
+    seen_at = watch_sequence(stack, table, total, time.monotonic() + seconds + 60)
     job.request_stop()
     waiter.join(60)
     job.stop()
-    return [seen_at[i] - sent[i] for i in sorted(seen_at) if i < len(sent)]
+    return latencies(sent, seen_at)
 
 
 def main() -> None:
@@ -216,7 +141,7 @@ def main() -> None:
     logging.getLogger("icefloe.loader").setLevel(logging.INFO)
 
     stack = Stack()
-    values = _values(
+    values = reference_values(
         min(args.rows, 50_000) if args.skip_throughput else args.rows, args.window_days
     )
     print(f"event times within {args.window_days:g} days before now")
@@ -238,8 +163,8 @@ def main() -> None:
             lat = sorted(
                 bench_latency(stack, spark, schema, args.rate, args.seconds, args.window_days)
             )
-            p50 = statistics.median(lat)
-            p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+            p50 = percentile(lat, 50)
+            p99 = percentile(lat, 99)
             print(
                 f"publish-to-visible in Trino at {args.rate} msg/s, 1 s trigger: "
                 f"p50 {p50:.2f} s, p99 {p99:.2f} s, max {lat[-1]:.2f} s ({len(lat)} messages)"

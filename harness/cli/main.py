@@ -11,6 +11,7 @@
     icefloe maintain optimize|expire-snapshots|remove-orphans|retention TABLE (cli/maintain.py)
     icefloe verify TABLE --topic T   the table against the publisher's ledgers (cli/verify.py)
     icefloe workshop check N | reset | pictures  the workshop's checks (cli/workshop.py)
+    icefloe bench         the loader beside its ceiling and a baseline (cli/bench.py)
     icefloe scenario ...  list, run, check and generate scenarios (scenarios/cli.py)
     icefloe soak ...      generated fault schedules for N minutes (scenarios/cli.py)
     icefloe images ... | compose ...   the container path        (containers/)
@@ -29,6 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.cli import (
+    bench,
     demo,
     load,
     loader,
@@ -67,6 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     maintain.add_parser(sub)
     verify.add_parser(sub)
     workshop.add_parser(sub)
+    bench.add_parser(sub)
     scenario_cli.add_parser(sub)
     scenario_cli.add_soak_parser(sub)
     images_cli.add_parser(sub)

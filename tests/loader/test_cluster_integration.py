@@ -22,15 +22,11 @@ is on any command line.
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,25 +34,21 @@ from typing import Any
 
 import pytest
 
-from harness.loader_config import provisioned_spark
+from harness.spark_cluster import (
+    Cluster,
+    Daemon,
+    master_state,
+    python_children,
+    spark_env,
+    standalone_cluster,
+    submit_argv,
+)
 from harness.stack.tables import EVENT_ID_COLUMN
 from tests.loader.conftest import loader_env, reference_values, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def pyspark_home() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).parent
 
 
 def loader_zip(dest: Path) -> Path:
@@ -88,138 +80,25 @@ def without_project(folder: Path) -> Path:
     return folder
 
 
-def spark_env(tmp: Path, cache: Path) -> dict[str, str]:
-    """Environment for the cluster daemons and spark-submit: loopback, our JDK and Python."""
-    env = loader_env()
-    env.update(
-        {
-            "JAVA_HOME": str(provisioned_spark(cache).java_home),
-            "PYTHONPATH": str(without_project(tmp / "without-project")),
-            "SPARK_LOCAL_IP": "127.0.0.1",
-            "SPARK_LOCAL_DIRS": str(tmp / "local"),
-            "SPARK_LOG_DIR": str(tmp / "logs"),
-            "SPARK_DAEMON_MEMORY": "256m",
-            "PYSPARK_PYTHON": sys.executable,
-            "PYSPARK_DRIVER_PYTHON": sys.executable,
-        }
-    )
-    env.pop("SPARK_HOME", None)  # the pyspark package's scripts find their own
-    env.pop("PYSPARK_GATEWAY_PORT", None)
-    return env
-
-
-class Daemon:
-    """A process started in its own process group, output in a log file."""
-
-    def __init__(self, argv: list[str], env: dict[str, str], log: Path, cwd: Path) -> None:
-        self.log = log
-        self._out = log.open("ab")
-        self.proc = subprocess.Popen(
-            argv,
-            env=env,
-            cwd=cwd,
-            stdout=self._out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-    def stop(self, sig: int = signal.SIGTERM, timeout_s: float = 60) -> int | None:
-        """Signal the whole group, then SIGKILL it if it outlives ``timeout_s``."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, sig)
-        try:
-            return self.proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            return self.proc.wait(30)
-        finally:
-            # Children (executors, Python workers) may outlive the leader.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self._out.close()
-
-    def tail(self) -> str:
-        return "\n".join(self.log.read_text(errors="replace").splitlines()[-40:])
-
-
-def python_children(pid: int) -> list[int]:
-    """Python processes started by ``pid`` (spark-submit's JVM starts the driver's Python)."""
-    out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            cmdline = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
-            if cmdline and Path(os.fsdecode(cmdline[0])).name.startswith("python"):
-                out.append(int(child))
-    return out
-
-
-def master_state(ui_port: int) -> dict[str, Any]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as resp:
-        state: dict[str, Any] = json.load(resp)
-    return state
-
-
 @pytest.fixture
-def cluster(stack: Any, tmp_path: Path) -> Iterator[tuple[str, int, dict[str, str]]]:
-    """A standalone master and one worker: yields (master URL, master UI port, env)."""
-    env = spark_env(tmp_path, stack.config.cache_dir)
-    for sub in ("local", "logs", "work"):
-        (tmp_path / sub).mkdir()
-    port, ui, worker_ui = free_port(), free_port(), free_port()
-    spark_class = str(pyspark_home() / "bin" / "spark-class")
-    url = f"spark://127.0.0.1:{port}"
-    daemons = []
-    try:
-        daemons.append(
-            Daemon(
-                [
-                    spark_class,
-                    "org.apache.spark.deploy.master.Master",
-                    *("--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)),
-                ],
-                env,
-                tmp_path / "master.log",
-                tmp_path,
-            )
-        )
-        daemons.append(
-            Daemon(
-                [
-                    spark_class,
-                    "org.apache.spark.deploy.worker.Worker",
-                    url,
-                    *("--host", "127.0.0.1", "--webui-port", str(worker_ui)),
-                    *("--cores", "1", "--memory", "1g", "--work-dir", str(tmp_path / "work")),
-                ],
-                env,
-                tmp_path / "worker.log",
-                tmp_path,
-            )
-        )
-
-        def worker_alive() -> bool:
-            try:
-                return int(master_state(ui).get("aliveworkers", 0)) >= 1
-            except OSError:
-                return False
-
-        wait_until(worker_alive, 120, "the Spark worker to register", step_s=1)
-        yield url, ui, env
-    finally:
-        for daemon in reversed(daemons):
-            daemon.stop()
+def cluster(stack: Any, tmp_path: Path) -> Iterator[Cluster]:
+    """A standalone master and one worker (1 core, 1 GiB), no project on any ``PYTHONPATH``."""
+    pythonpath = str(without_project(tmp_path / "without-project"))
+    env = spark_env(tmp_path, stack.config.cache_dir, loader_env(), pythonpath)
+    with standalone_cluster(tmp_path, env) as running:
+        yield running
 
 
 def test_spark_submit_on_a_standalone_cluster_loads_exactly_once(
     stack: Any,
-    cluster: tuple[str, int, dict[str, str]],
+    cluster: Cluster,
     table_factory: Any,
     topic_factory: Any,
     produce: Any,
     loader_config: Any,
     tmp_path: Path,
 ) -> None:
-    url, ui, env = cluster
+    env = cluster.env
     shipped = loader_zip(tmp_path / "loader.zip")
     entry = tmp_path / "run_loader.py"
     entry.write_text((ROOT / "loader" / "__main__.py").read_text())
@@ -241,23 +120,13 @@ def test_spark_submit_on_a_standalone_cluster_loads_exactly_once(
     loader_id = f"cluster-{time.monotonic_ns()}"
     path, _ = loader_config(table, [topic], loader_id=loader_id)
     submit = Daemon(
-        [
-            str(pyspark_home() / "bin" / "spark-submit"),
-            "--master",
-            url,
-            "--jars",
-            ",".join(provisioned_spark(stack.config.cache_dir).jars),
-            "--py-files",
-            str(shipped),
-            "--executor-memory",
-            "512m",
-            "--driver-memory",
-            "768m",
-            str(entry),
-            "run",
-            "--config",
-            str(path),
-        ],
+        submit_argv(
+            cluster,
+            stack.config.cache_dir,
+            entry,
+            ["run", "--config", str(path)],
+            py_files=shipped,
+        ),
         env,
         tmp_path / "submit.log",
         tmp_path,
@@ -272,7 +141,7 @@ def test_spark_submit_on_a_standalone_cluster_loads_exactly_once(
 
         wait_until(lambda: loaded(300), 300, "300 rows via the cluster", step_s=2)
         # The application ran on the standalone master, not in a local Spark.
-        apps = [a["name"] for a in master_state(ui).get("activeapps", [])]
+        apps = [a["name"] for a in master_state(cluster.ui_port).get("activeapps", [])]
         assert f"icefloe-loader-{loader_id}" in apps, apps
         produce(topic, rows[300:], partition=0)
         wait_until(lambda: loaded(400), 180, "the next 100 rows", step_s=2)

@@ -1,0 +1,153 @@
+"""Freshness: publish-to-visible latency at a steady rate, and the data files it leaves behind.
+
+For one setting (rate, trigger), a loader process (local mode) loads a fresh one-partition
+topic into a fresh table. Once it has started and made one warm-up row visible, a thread
+publishes ``rate`` messages per second for ``seconds``; each message carries its sequence number
+in the ``integer`` column. The bench polls Trino for ``max(integer)`` (one partition keeps the
+order, so every message up to it is visible); a message's latency is the first poll that sees
+it minus the moment it was handed to the producer. It includes Trino's query time (about
+0.1-0.3 s) and the polling interval.
+
+The data files are counted from the table's ``$files`` metadata table before and after, and
+scaled to an hour of the same load.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.bench.loaders import local_loader
+from harness.bench.report import Freshness
+from harness.bench.stats import per_hour, percentile
+from harness.bench.workload import (
+    BenchSchema,
+    create_topic,
+    data_files,
+    producer,
+    reference_values,
+    visible,
+)
+
+POLL_S = 0.1
+# How long after the last publish the bench keeps waiting for the last messages.
+DRAIN_S = 60.0
+
+
+def latencies(sent: list[float], seen_at: dict[int, float]) -> list[float]:
+    """Publish-to-visible seconds of every message seen (``sent[i]``: when ``i`` was published)."""
+    return [seen_at[i] - sent[i] for i in sorted(seen_at) if i < len(sent)]
+
+
+def summarize(
+    rate: int, trigger_s: float, seconds: float, sent: list[float], seen_at: dict[int, float],
+    files: int,
+) -> Freshness:  # fmt: skip
+    """One setting's figures from what was published, what was seen when, and the files."""
+    lat = latencies(sent, seen_at)
+    p50, p95, p99, top = (
+        (percentile(lat, 50), percentile(lat, 95), percentile(lat, 99), max(lat))
+        if lat
+        else (None, None, None, None)
+    )
+    return Freshness(
+        rate=rate,
+        trigger_s=trigger_s,
+        seconds=seconds,
+        published=len(sent),
+        seen=len(lat),
+        p50=p50,
+        p95=p95,
+        p99=p99,
+        max=top,
+        files=files,
+        files_per_hour=per_hour(files, seconds),
+    )
+
+
+def publish_numbered(
+    out: Any, topic: str, body: dict[str, Any], rate: float, total: int, sent: list[float]
+) -> None:
+    """Publish ``total`` copies of ``body`` at ``rate`` msg/s, the i-th with ``integer`` = i.
+
+    Appends to ``sent`` the moment each message was handed to the producer ``out``.
+    """
+    start = time.monotonic()
+    for seq in range(total):
+        pause = start + seq / rate - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        body["integer"] = seq
+        out.produce(topic, json.dumps(body).encode())
+        out.poll(0)
+        sent.append(time.monotonic())
+    out.flush(60)
+
+
+def watch_sequence(stack: Any, table: str, total: int, until: float) -> dict[int, float]:
+    """When each of the sequence numbers 0..total-1 was first visible in ``table`` through Trino.
+
+    Polls ``max(integer)`` (one partition keeps the order) until all are seen or ``until``
+    (a ``time.monotonic()`` value) passes.
+    """
+    seen_at: dict[int, float] = {}
+    highest = -1
+    while highest < total - 1 and time.monotonic() < until:
+        ((top,),) = stack.query(f"SELECT max(integer) FROM {table}")
+        now = time.monotonic()
+        if top is not None and top > highest:
+            for seq in range(highest + 1, int(top) + 1):
+                seen_at[seq] = now
+            highest = int(top)
+        time.sleep(POLL_S)
+    return seen_at
+
+
+def run_setting(
+    stack: Any,
+    folder: Path,
+    schema: BenchSchema,
+    rate: int,
+    trigger_s: float,
+    seconds: float,
+    window_days: float,
+) -> Freshness:
+    """Measure one setting: ``rate`` msg/s for ``seconds`` into a loader with ``trigger_s``.
+
+    Raises:
+        RuntimeError: the loader did not start, or the warm-up row never became visible.
+    """
+    table = schema.table("fresh")
+    topic = create_topic(stack, 1)
+    loader = local_loader(stack, folder, table, topic, trigger_s, None)
+    loader.start(wait=True)
+    try:
+        out = producer(stack, linger_ms=5)
+        body = json.loads(reference_values(1, window_days)[0])
+        body["integer"] = -1
+        out.produce(topic, json.dumps(body).encode())
+        out.flush(30)
+        deadline = time.monotonic() + 120
+        while not visible(stack, table):
+            if time.monotonic() > deadline or not loader.is_running():
+                raise RuntimeError(f"the warm-up row did not appear:\n{loader.log_tail(20)}")
+            time.sleep(0.5)
+        files_before = data_files(stack, table)
+        total = int(rate * seconds)
+        sent: list[float] = []
+        thread = threading.Thread(
+            target=publish_numbered,
+            args=(out, topic, body, rate, total, sent),
+            name="bench-publish",
+            daemon=True,
+        )
+        thread.start()
+        seen_at = watch_sequence(stack, table, total, time.monotonic() + seconds + DRAIN_S)
+        thread.join(60)
+        files = data_files(stack, table) - files_before
+    finally:
+        loader.close()
+    return summarize(rate, trigger_s, seconds, sent, seen_at, files)

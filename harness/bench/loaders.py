@@ -1,0 +1,159 @@
+"""The loader on a backlog: sustained rows/s in local mode and on a two-worker Spark cluster.
+
+Local mode runs the loader as `icefloe loader start` does (`harness.loader_process`: ``python -m
+loader run --config FILE``, Spark ``local[2]`` in its JVM). Cluster mode submits the same loader
+with spark-submit to a standalone master with two workers of one core each
+(`harness.spark_cluster`), the way `tests/loader/test_cluster_integration.py` does. Both are timed
+from the process start (the loader's Python, or spark-submit) to every row visible in Trino,
+and from the first visible row to the last.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from harness.bench.report import LOADER, Throughput
+from harness.bench.workload import Visibility, watch_until_visible
+from harness.loader_config import secret_key_file, stack_loader_config
+from harness.loader_process import LoaderProcess, LoaderSettings
+from harness.scenarios.history import History
+from harness.spark_cluster import (
+    Daemon,
+    python_children,
+    spark_env,
+    standalone_cluster,
+    submit_argv,
+)
+from loader.secret import Secret
+
+TIMEOUT_S = 3600
+WORKERS = 2
+
+
+def local_loader(
+    stack: Any, folder: Path, table: str, topic: str, trigger_s: float, per_trigger: int | None
+) -> LoaderProcess:
+    """A loader process (not started) for ``topic`` into ``table``, its state in ``folder``."""
+    settings = LoaderSettings(
+        loader_id=f"bench-{uuid.uuid4().hex[:6]}",
+        table=table,
+        topics=(topic,),
+        trigger_interval_s=trigger_s,
+        max_offsets_per_trigger=per_trigger,
+        extra={"metrics_port": 0},
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    return LoaderProcess(settings, stack, folder, History(folder / "history.jsonl"))
+
+
+def started_after(loader: LoaderProcess) -> float | None:
+    """Seconds from the loader's process start to its "starting" line, if it got there."""
+    for event in loader.history.events:
+        if event.name == "start" and event.phase == "ok":
+            return float(event.data["seconds"])
+    return None
+
+
+def run_local(
+    stack: Any, folder: Path, table: str, topic: str, rows: int, per_trigger: int
+) -> Throughput:
+    """The loader in local mode on a backlog of ``rows`` rows of ``topic``.
+
+    Raises:
+        RuntimeError: the loader stopped, or not every row was visible within an hour.
+    """
+    loader = local_loader(stack, folder, table, topic, 1.0, per_trigger)
+    started = time.monotonic()
+    loader.start(wait=False, track=True)
+    try:
+
+        def alive() -> str | None:
+            return None if loader.is_running() else f"exited:\n{loader.log_tail(20)}"
+
+        seen = watch_until_visible(stack, table, rows, started, TIMEOUT_S, alive)
+    finally:
+        loader.close()
+    ready = started_after(loader)
+    ready_text = f', "starting" after {ready:.1f} s' if ready is not None else ""
+    return _throughput(
+        "loader_local",
+        "loader, local[2]",
+        rows,
+        seen,
+        f"1 s trigger, {per_trigger:,} per batch{ready_text}",
+    )
+
+
+def run_cluster(
+    stack: Any, folder: Path, table: str, topic: str, rows: int, per_trigger: int
+) -> Throughput:
+    """The loader submitted to a standalone cluster of two one-core workers, on the backlog.
+
+    The cluster is started first and not timed; the clock starts with spark-submit.
+
+    Raises:
+        RuntimeError: the loader stopped, or not every row was visible within an hour.
+        TimeoutError: the workers did not register.
+    """
+    import loader
+
+    folder.mkdir(parents=True, exist_ok=True)
+    config = stack_loader_config(
+        stack,
+        table,
+        [topic],
+        secret=Secret.from_file(secret_key_file(stack)),
+        kafka={"max_offsets_per_trigger": per_trigger},
+        loader_id=f"bench-cluster-{uuid.uuid4().hex[:6]}",
+        trigger_interval=1.0,
+        checkpoint_location=str(folder / "checkpoint"),
+    )
+    config_file = folder / "loader.toml"
+    config_file.write_text(config.to_toml())
+    # The loader's own entry script, as a file of its own (spark-submit runs a file).
+    entry = folder / "run_loader.py"
+    entry.write_text((Path(loader.__file__).parent / "__main__.py").read_text())
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ICEFLOE_LOADER_")}
+    env = spark_env(folder, stack.config.cache_dir, base)
+    with standalone_cluster(folder, env, workers=WORKERS, worker_memory="1g") as cluster:
+        argv = submit_argv(
+            cluster,
+            stack.config.cache_dir,
+            entry,
+            ["run", "--config", str(config_file)],
+            executor_memory="768m",
+            driver_memory="1g",
+        )
+        started = time.monotonic()
+        submit = Daemon(argv, env, folder / "submit.log", folder)
+        try:
+
+            def alive() -> str | None:
+                code = submit.proc.poll()
+                return None if code is None else f"exited with {code}:\n{submit.tail(20)}"
+
+            seen = watch_until_visible(stack, table, rows, started, TIMEOUT_S, alive)
+            # A graceful stop: SIGTERM to the driver's Python, as an operator would.
+            for driver in python_children(submit.proc.pid):
+                os.kill(driver, signal.SIGTERM)
+            submit.proc.wait(120)
+        finally:
+            submit.stop(signal.SIGKILL, timeout_s=10)
+    return _throughput(
+        "loader_cluster",
+        f"loader, standalone cluster ({WORKERS} workers x 1 core)",
+        rows,
+        seen,
+        f"1 s trigger, {per_trigger:,} per batch, spark-submit client mode",
+    )
+
+
+def _throughput(key: str, label: str, rows: int, seen: Visibility, detail: str) -> Throughput:
+    return Throughput(
+        key, label, LOADER, rows, seen.all_seconds, seen.first_seconds, seen.first_rows, detail
+    )

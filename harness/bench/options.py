@@ -1,0 +1,201 @@
+"""What one `icefloe bench` run measures and how big it is.
+
+The parts can be skipped one by one (``--skip cluster,freshness``) so that a quick run fits in a
+few minutes; the sizes (``--rows``, ``--freshness-seconds``) shrink the rest.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CEILING = "ceiling"
+BASELINE = "baseline"
+LOCAL = "local"
+CLUSTER = "cluster"
+FRESHNESS = "freshness"
+PARTS: tuple[str, ...] = (CEILING, BASELINE, LOCAL, CLUSTER, FRESHNESS)
+
+DEFAULT_ROWS = 2_000_000
+DEFAULT_RATES: tuple[int, ...] = (1000, 5000)
+DEFAULT_TRIGGERS: tuple[float, ...] = (1.0, 5.0)
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """One run's settings.
+
+    Attributes:
+        rows: reference rows in the backlog (ceiling, baseline, loader).
+        per_trigger: the loader's ``max_offsets_per_trigger`` on the backlog.
+        baseline_every_s: the baseline appends what it consumed this often.
+        freshness_seconds: how long each freshness setting publishes.
+        rates: freshness publish rates, messages per second.
+        triggers: freshness trigger intervals, seconds.
+        window_days: the rows' event times span this many days before now.
+        skip: parts not to run.
+        out: where the JSON, Markdown and PNG go (None: under the run directory).
+    """
+
+    rows: int = DEFAULT_ROWS
+    per_trigger: int = 200_000
+    baseline_every_s: float = 5.0
+    freshness_seconds: float = 60.0
+    rates: tuple[int, ...] = DEFAULT_RATES
+    triggers: tuple[float, ...] = DEFAULT_TRIGGERS
+    window_days: float = 1.0
+    skip: frozenset[str] = field(default_factory=frozenset)
+    out: Path | None = None
+
+    def runs(self, part: str) -> bool:
+        """Whether ``part`` (one of ``PARTS``) is measured."""
+        return part not in self.skip
+
+
+def _positive_int(text: str) -> int:
+    value = int(text.replace("_", "").replace(",", ""))
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def _skip(text: str) -> frozenset[str]:
+    parts = frozenset(p.strip() for p in text.split(",") if p.strip())
+    unknown = sorted(parts - set(PARTS))
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown part(s) {', '.join(unknown)}: choose from {', '.join(PARTS)}"
+        )
+    return parts
+
+
+def _list(kind: Callable[[str], Any]) -> Callable[[str], tuple[Any, ...]]:
+    def parse(text: str) -> tuple[Any, ...]:
+        try:
+            values = tuple(kind(v) for v in text.split(",") if v.strip())
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected numbers separated by commas: {text}"
+            ) from None
+        if not values or any(v <= 0 for v in values):
+            raise argparse.ArgumentTypeError(f"expected positive numbers: {text}")
+        return values
+
+    return parse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The bench's options on ``parser`` (read back with ``from_args``)."""
+    d = BenchOptions()
+    parser.add_argument("--rows", type=_positive_int, default=d.rows, help=f"backlog ({d.rows:,})")
+    parser.add_argument(
+        "--per-trigger",
+        type=_positive_int,
+        default=d.per_trigger,
+        help=f"the loader's max records per batch on the backlog ({d.per_trigger:,})",
+    )
+    parser.add_argument(
+        "--baseline-every",
+        type=_positive_float,
+        default=d.baseline_every_s,
+        help=f"the baseline appends every this many seconds ({d.baseline_every_s:g})",
+    )
+    parser.add_argument(
+        "--freshness-seconds",
+        type=_positive_float,
+        default=d.freshness_seconds,
+        help=f"how long each freshness setting publishes ({d.freshness_seconds:g})",
+    )
+    parser.add_argument(
+        "--rates",
+        type=_list(int),
+        default=d.rates,
+        help="freshness publish rates, msg/s, comma-separated (1000,5000)",
+    )
+    parser.add_argument(
+        "--triggers",
+        type=_list(float),
+        default=d.triggers,
+        help="freshness trigger intervals, seconds, comma-separated (1,5)",
+    )
+    parser.add_argument(
+        "--window-days",
+        type=_positive_float,
+        default=d.window_days,
+        help=f"event times span this many days before now ({d.window_days:g})",
+    )
+    parser.add_argument(
+        "--skip",
+        type=_skip,
+        default=frozenset(),
+        help=f"parts not to run, comma-separated: {','.join(PARTS)}",
+    )
+    parser.add_argument("--out", type=Path, default=None, help="output folder")
+
+
+def from_args(args: argparse.Namespace) -> BenchOptions:
+    """The options ``add_arguments`` parsed."""
+    return BenchOptions(
+        rows=args.rows,
+        per_trigger=args.per_trigger,
+        baseline_every_s=args.baseline_every,
+        freshness_seconds=args.freshness_seconds,
+        rates=tuple(args.rates),
+        triggers=tuple(args.triggers),
+        window_days=args.window_days,
+        skip=args.skip,
+        out=args.out,
+    )
+
+
+def parse(argv: Sequence[str]) -> BenchOptions:
+    """``argv`` (the bench's own options) parsed: for tests and scripts."""
+    parser = argparse.ArgumentParser(prog="icefloe bench")
+    add_arguments(parser)
+    return from_args(parser.parse_args(list(argv)))
+
+
+def command_line(options: BenchOptions) -> str:
+    """The `icefloe bench` command that runs ``options`` (the defaults left out)."""
+    d = BenchOptions()
+    words = ["icefloe", "bench"]
+    pairs: list[tuple[str, object, object]] = [
+        ("--rows", options.rows, d.rows),
+        ("--per-trigger", options.per_trigger, d.per_trigger),
+        ("--baseline-every", options.baseline_every_s, d.baseline_every_s),
+        ("--freshness-seconds", options.freshness_seconds, d.freshness_seconds),
+        ("--rates", ",".join(map(str, options.rates)), ",".join(map(str, d.rates))),
+        ("--triggers", ",".join(f"{t:g}" for t in options.triggers), "1,5"),
+        ("--window-days", options.window_days, d.window_days),
+        ("--skip", ",".join(p for p in PARTS if p in options.skip), ""),
+    ]
+    for flag, value, default in pairs:
+        if value != default:
+            words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    if options.out is not None:
+        words += ["--out", str(options.out)]
+    return " ".join(words)
+
+
+def as_dict(options: BenchOptions) -> dict[str, Any]:
+    """``options`` as plain data for the JSON report."""
+    return {
+        "rows": options.rows,
+        "per_trigger": options.per_trigger,
+        "baseline_every_s": options.baseline_every_s,
+        "freshness_seconds": options.freshness_seconds,
+        "rates": list(options.rates),
+        "triggers": list(options.triggers),
+        "window_days": options.window_days,
+        "skip": [p for p in PARTS if p in options.skip],
+    }

@@ -1,0 +1,46 @@
+"""Percentiles, rates and ratios of a bench run: pure functions."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of ``values`` by nearest rank.
+
+    Nearest rank keeps a p99 an observed latency (no interpolation between two messages).
+
+    Raises:
+        ValueError: no values, or ``q`` outside 0-100.
+    """
+    if not values:
+        raise ValueError("no values")
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile outside 0-100: {q}")
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def rate(count: float, seconds: float) -> float | None:
+    """``count`` per second, or None when no time passed."""
+    return count / seconds if seconds > 0 else None
+
+
+def ratio(value: float | None, base: float | None) -> float | None:
+    """``value / base``, or None when either is missing or the base is zero."""
+    if value is None or not base:
+        return None
+    return value / base
+
+
+def ceiling_of(*rates: float | None) -> float | None:
+    """The ceiling: the slowest of the measured stages (a pipeline goes no faster)."""
+    known = [r for r in rates if r is not None]
+    return min(known) if known else None
+
+
+def per_hour(count: float, seconds: float) -> float | None:
+    """``count`` in ``seconds`` scaled to one hour."""
+    return count * 3600 / seconds if seconds > 0 else None

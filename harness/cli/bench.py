@@ -1,0 +1,39 @@
+"""`icefloe bench`: the loader beside its ceiling and a hand-written baseline (harness/bench/).
+
+Prints every figure as it is measured, then the Markdown tables and the command that made them;
+writes bench.json, bench.md and bench.png into the output folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from harness.console import say
+
+
+def _run(args: argparse.Namespace) -> int:
+    from harness.bench.options import from_args
+    from harness.bench.run import run
+    from harness.cli.stack import open_stack
+
+    report, folder = run(open_stack(args), from_args(args))
+    print()
+    print(report.to_markdown())
+    say(f"wrote bench.json, bench.md and bench.png to {folder}")
+    return 0
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``bench`` on the entry point's sub-parsers."""
+    from harness.bench import __doc__ as overview
+    from harness.bench.options import add_arguments
+
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "bench",
+        help="throughput and freshness of the loader beside its ceiling and a baseline",
+        description=(overview or "").split("\n")[0],
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=_run)
+    return parser

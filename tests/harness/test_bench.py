@@ -1,0 +1,159 @@
+"""`icefloe bench`'s pure parts: percentiles, ratios, options, and the JSON/Markdown/PNG report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.bench.freshness import latencies, summarize
+from harness.bench.options import BenchOptions, as_dict, command_line, parse
+from harness.bench.report import (
+    BASELINE,
+    CEILING,
+    LOADER,
+    PARSE_TO_PARQUET,
+    RAW_CONSUME,
+    Freshness,
+    Report,
+    Throughput,
+)
+from harness.bench.stats import ceiling_of, per_hour, percentile, rate, ratio
+
+
+def test_percentile_is_an_observed_value_by_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]  # 1..100
+    assert percentile(values, 50) == 50
+    assert percentile(values, 99) == 99
+    assert percentile(values, 100) == 100
+    assert percentile(values, 0) == 1
+    assert percentile([3.0, 1.0, 2.0], 50) == 2  # order does not matter
+    assert percentile([7.0], 99) == 7
+
+
+def test_percentile_refuses_nothing_and_out_of_range() -> None:
+    with pytest.raises(ValueError, match="no values"):
+        percentile([], 50)
+    with pytest.raises(ValueError, match="outside"):
+        percentile([1.0], 101)
+
+
+def test_rates_ratios_and_the_ceiling() -> None:
+    assert rate(100, 4) == 25
+    assert rate(100, 0) is None
+    assert ratio(50, 100) == 0.5
+    assert ratio(None, 100) is None
+    assert ratio(50, None) is None
+    assert ratio(50, 0) is None
+    assert ceiling_of(300.0, None, 200.0) == 200.0
+    assert ceiling_of(None) is None
+    assert per_hour(10, 60) == 600
+    assert per_hour(10, 0) is None
+
+
+def test_options_parse_with_defaults_and_skips() -> None:
+    assert parse([]) == BenchOptions()
+    options = parse(
+        ["--rows", "20_000", "--freshness-seconds", "10", "--skip", "cluster,freshness"]
+    )
+    assert options.rows == 20_000
+    assert options.freshness_seconds == 10
+    assert not options.runs("cluster") and not options.runs("freshness")
+    assert options.runs("ceiling")
+    assert parse(["--rates", "500,2000", "--triggers", "0.5,2"]).rates == (500, 2000)
+    assert parse(["--triggers", "0.5,2"]).triggers == (0.5, 2.0)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--skip", "cluster,nope"], ["--rows", "0"], ["--rates", "a,b"], ["--triggers", "-1"]],
+)
+def test_options_refuse_bad_values(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse(argv)
+    assert "icefloe bench: error" in capsys.readouterr().err
+
+
+def test_the_command_line_runs_the_same_options_again() -> None:
+    assert command_line(BenchOptions()) == "icefloe bench"
+    argv = ["--rows", "1000000", "--skip", "freshness,cluster", "--triggers", "1", "--out", "x"]
+    options = parse(argv)
+    line = command_line(options)
+    assert line == "icefloe bench --rows 1000000 --triggers 1 --skip cluster,freshness --out x"
+    assert parse(line.split()[2:]) == options
+    assert as_dict(options)["skip"] == ["cluster", "freshness"]
+
+
+def test_freshness_figures_from_publish_and_seen_times() -> None:
+    sent = [0.0, 1.0, 2.0, 3.0]
+    seen_at = {0: 1.5, 1: 1.5, 2: 4.0}  # message 3 never seen
+    assert latencies(sent, seen_at) == [1.5, 0.5, 2.0]
+    figure = summarize(1000, 1.0, 60.0, sent, seen_at, files=30)
+    assert (figure.published, figure.seen) == (4, 3)
+    assert (figure.p50, figure.p99, figure.max) == (1.5, 2.0, 2.0)
+    assert figure.files_per_hour == 1800
+    empty = summarize(1000, 1.0, 60.0, sent, {}, files=0)
+    assert empty.p99 is None and empty.seen == 0
+
+
+def _report() -> Report:
+    report = Report(
+        command="icefloe bench --rows 1000",
+        started="2026-01-01T00:00:00Z",
+        load_start=(1.0, 2.0, 3.0),
+        load_end=(4.0, 5.0, 6.0),
+    )
+    report.throughputs += [
+        Throughput(RAW_CONSUME, "raw consume", CEILING, 1000, 0.01),  # 100,000 rows/s
+        Throughput(PARSE_TO_PARQUET, "parse", CEILING, 1000, 0.05),  # 20,000 rows/s: ceiling
+        Throughput(BASELINE, "baseline", BASELINE, 1000, 0.2, 0.1, 500),  # 5,000; from first 5,000
+        Throughput("loader_local", "loader", LOADER, 1000, 0.1, 0.05, 0),  # 10,000; 20,000
+    ]
+    report.freshness.append(
+        Freshness(1000, 1.0, 60.0, 60_000, 60_000, 1.2, 2.5, 3.25, 4.0, 61, 3660.0)
+    )
+    report.notes.append("skipped: cluster")
+    return report
+
+
+def test_the_json_spells_out_every_rate_and_ratio() -> None:
+    doc = _report().to_json()
+    assert doc["ceiling_rows_per_s"] == pytest.approx(20_000)
+    loader = next(t for t in doc["throughput"] if t["key"] == "loader_local")
+    assert loader["rows_per_s"] == pytest.approx(10_000)
+    assert loader["rows_per_s_from_first"] == pytest.approx(20_000)
+    assert loader["to_ceiling"] == pytest.approx(0.5)
+    assert loader["to_baseline"] == pytest.approx(2.0)
+    assert loader["from_first_to_ceiling"] == pytest.approx(1.0)
+    assert loader["from_first_to_baseline"] == pytest.approx(4.0)
+    assert doc["load_average_end"] == [4.0, 5.0, 6.0]
+    assert doc["freshness"][0]["p99"] == 3.25
+    json.dumps(doc)  # plain data
+
+
+def test_the_markdown_tables_carry_figures_ratios_load_and_command() -> None:
+    text = _report().to_markdown()
+    loader_row = next(line for line in text.splitlines() if line.startswith("| loader |"))
+    cells = [c.strip() for c in loader_row.strip("|").split("|")]
+    assert cells[:7] == ["loader", "10,000", "0.50x", "2.00x", "20,000", "1.00x", "4.00x"]
+    assert "| raw consume | 100,000 | 5.00x | 20.00x | - |" in text
+    assert "| 1,000 msg/s | 1 s | 1.20 s | 2.50 s | 3.25 s | 4.00 s | 60,000 / 60,000 |" in text
+    assert "at start 1.0/2.0/3.0, at end 4.0/5.0/6.0" in text
+    assert "`icefloe bench --rows 1000`" in text
+    assert "- skipped: cluster" in text
+
+
+def test_write_puts_json_markdown_and_a_png_in_the_folder(tmp_path: Path) -> None:
+    paths = _report().write(tmp_path / "out")
+    assert json.loads(paths["json"].read_text())["command"] == "icefloe bench --rows 1000"
+    assert paths["md"].read_text() == _report().to_markdown()
+    assert paths["png"].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_icefloe_bench_is_a_command_of_the_cli() -> None:
+    from harness.cli.main import build_parser
+
+    args = build_parser().parse_args(["bench", "--rows", "5000", "--skip", "cluster"])
+    assert args.rows == 5000 and args.skip == frozenset({"cluster"})
+    assert args.func.__module__ == "harness.cli.bench"
