@@ -52,7 +52,7 @@ from harness.scenarios.schedule import Schedule
 from harness.scenarios.steps import perform
 from harness.scenarios.traffic import Workload
 
-__all__ = ["SoakResult", "soak"]
+__all__ = ["SoakResult", "clear_loader_hooks", "soak"]
 
 
 @dataclass
@@ -179,6 +179,7 @@ class _Soak:
         perform(run, "trickle", {"action": "stop"})
         schedule = self.schedules[-1]
         if not self.monitor.failure:
+            clear_loader_hooks(run)
             perform(run, "start_loader", {"only_if_stopped": True})
             run.await_loaded(self.profile.await_timeout_s)
         self.monitor.check_now()
@@ -201,6 +202,23 @@ class _Soak:
             self.failure = "; ".join(f"{c.check}: {c.summary}" for c in bad)
             self.failed_schedule = schedule
             raise AssertionError(self.failure)
+
+
+def clear_loader_hooks(run: Any) -> bool:
+    """Restart a loader still carrying a fault hook, without it; True when it did.
+
+    The player arms a hooked fault (a kill right after a commit, a freeze at a point of a
+    batch) on the loader start before it. When the time is up between that start and the
+    fault, the hook stays: during the catch-up the loader would kill itself (an expected exit,
+    not restarted) or freeze, and the table would never catch up.
+    """
+    run.loaders.arm({})
+    hooks = run.loaders.hooks
+    if not hooks:
+        return False
+    run.history.record("loader", "info", "hooks_cleared", hooks=hooks)
+    run.restart_loader(kill=True)  # kill -9 also ends a loader its hook has frozen
+    return True
 
 
 def _sample_load(stop: threading.Event, load: list[float]) -> None:

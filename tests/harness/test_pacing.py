@@ -221,3 +221,39 @@ def test_soak_chapters_hold_about_five_kills_to_a_zombie(schedule: Schedule) -> 
     assert all(p.after_commits == 1 for p in hooked)
     # The cheap lanes are drawn long enough to outlast the paced loader lane.
     assert len(lanes["traffic"]) >= 110 and len(lanes["schema"]) >= 55
+
+
+class HookedLoaders(FakeLoaders):
+    """Loaders whose current start carries ``hooks``; restarts are recorded."""
+
+    def __init__(self, hooks: dict[str, str]) -> None:
+        super().__init__()
+        self.hooks = dict(hooks)
+        self.restarts: list[tuple[bool, dict[str, str]]] = []
+
+    def restart(self, *, kill: bool = False) -> float:
+        self.restarts.append((kill, dict(self.armed)))
+        self.hooks, self.armed = dict(self.armed), {}
+        return 0.0
+
+
+class HookedRun(FakeRun):
+    def __init__(self, hooks: dict[str, str]) -> None:
+        super().__init__()
+        self.loaders = HookedLoaders(hooks)
+
+    def restart_loader(self, *, kill: bool = False) -> float:
+        return self.loaders.restart(kill=kill)
+
+
+def test_the_catch_up_runs_a_loader_without_the_hook_armed_for_a_fault_cut_off() -> None:
+    from harness.scenarios.soak import clear_loader_hooks
+    from loader.faultpoints import KILL_AFTER_COMMIT_ENV
+
+    run = HookedRun({KILL_AFTER_COMMIT_ENV: "1"})
+    run.loaders.armed = {PAUSE_AT_ENV: "write"}  # armed for a start that will not come
+    assert clear_loader_hooks(run)
+    assert run.loaders.restarts == [(True, {})] and not run.loaders.hooks
+    assert select(run.history, "loader", "hooks_cleared")
+    clean = HookedRun({})
+    assert not clear_loader_hooks(clean) and not clean.loaders.restarts
