@@ -257,3 +257,63 @@ def test_the_catch_up_runs_a_loader_without_the_hook_armed_for_a_fault_cut_off()
     assert select(run.history, "loader", "hooks_cleared")
     clean = HookedRun({})
     assert not clear_loader_hooks(clean) and not clean.loaders.restarts
+
+
+class RestartLoaders(FakeLoaders):
+    def __init__(self, running: bool) -> None:
+        super().__init__()
+        self.running = running
+        self.started = 0
+
+    def is_running(self) -> bool:
+        return self.running
+
+    def start(self, *, wait: bool = True) -> float:
+        self.started += 1
+        self.running = True
+        return 0.0
+
+
+def test_a_kill_healed_again_does_not_start_a_second_loader() -> None:
+    from harness.scenarios.faults.loader import KillLoader
+
+    run = FakeRun()
+    run.loaders = RestartLoaders(running=False)  # type: ignore[assignment]
+    kill = KillLoader(KillLoaderParams(at="now"), run.rng)
+    assert "already_running" not in kill.heal(run) and run.loaders.started == 1
+    # A restart failed (the catalog was down) and the supervisor has since started it.
+    assert kill.heal(run)["already_running"] and run.loaders.started == 1
+
+
+class HealingRun(FakeRun):
+    """A run whose first heal of each fault fails; ``heal_all`` heals it again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tasks: dict[str, Any] = {}
+        self.active: list[Any] = []
+        self.healed: list[str] = []
+
+    def inject(self, fault: Any) -> bool:
+        self.active.append(fault)
+        return super().inject(fault)
+
+    def heal(self, fault: Any) -> None:
+        if fault in self.healed:
+            return
+        self.healed.append(fault)
+        raise RuntimeError("the catalog is down")
+
+    def heal_all(self) -> list[str]:
+        left, self.active = self.active, []
+        return [f.name for f in left]
+
+
+def test_the_schedule_step_heals_what_a_failed_heal_left_before_the_checks() -> None:
+    from harness.scenarios.steps.faulting import PlaySchedule, schedule
+
+    run = HealingRun()
+    burst = parse_params(FAULTS["burst"].params, {}, "x")
+    events = Schedule((ScheduledFault(0.0, "burst", burst),))
+    schedule(run, PlaySchedule(events, start_loader=False, monitor_every_s=0))
+    assert len(run.healed) == 1 and not run.active

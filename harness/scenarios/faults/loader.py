@@ -89,6 +89,10 @@ class KillLoader:
 
     def heal(self, run: Any) -> Mapping[str, Any]:
         landed(run, self.name, self._snapshot)
+        if run.loaders.is_running():
+            # Healed again after a failed restart, which the supervisor has since made good:
+            # a second process would only fight the first for the lease.
+            return {"seconds": 0.0, "restart": self.params.restart, "already_running": True}
         took = run.loaders.start(wait=self.params.restart == "wait")
         return {"seconds": round(took, 2), "restart": self.params.restart}
 
