@@ -84,6 +84,8 @@ class Profile:
         services: Services the infra lane may kill or pause.
         varied: Draw the details of events (restart mode, delays, hold times); a profile made
             to be shrunk keeps them fixed, so shrinking spends its runs on what matters.
+        zombie_after_commits: Commits a loader armed for a zombie makes before its hook may
+            freeze it (the soak, which paces loader faults by commits: 1).
     """
 
     name: str
@@ -99,20 +101,25 @@ class Profile:
     max_pause_s: int = 60
     services: tuple[str, ...] = ("kafka", "minio", "catalog", "trino")
     varied: bool = True
+    zombie_after_commits: int = 0
 
 
 # A loader's first commit after a start comes 1-3 minutes later on a busy 2-core machine: the
 # kills that wait for a commit and the zombies frozen by a hook are the expensive ones.
 _CI_LOADER_KINDS = ("kill_now", "kill_now", "kill_now", "kill_now", "kill_commit", "zombie_now")
+# The soak paces its loader lane by commits (harness.scenarios.pacing): each loader fault costs
+# a restart and a first batch, so the lane is short, leads its chapter, and holds about five
+# kills to a zombie.
 _SOAK_LOADER_KINDS = (
     "kill_now",
     "kill_now",
     "kill_now",
     "kill_now",
-    "kill_now",
+    "kill_commit",
     "kill_commit",
     "kill_after_commit",
-    "zombie_now",
+    "kill_after_commit",
+    "kill_after_commit",
     "zombie_now",
     "zombie",
 )
@@ -141,18 +148,19 @@ PROFILES: dict[str, Profile] = {
     "soak": Profile(
         "soak",
         {
-            "loader": Lane((30, 34), (3, 28), _SOAK_LOADER_KINDS),
+            "loader": Lane((14, 18), (3, 28), _SOAK_LOADER_KINDS),
             "infra": Lane((18, 22), (6, 40), (*_INFRA_KINDS, "pause_service")),
             "maintenance": Lane((40, 48), (4, 18), _MAINTENANCE_KINDS),
             "schema": Lane((55, 65), (3, 12), ("schema",)),
             "topic": Lane((0, 1), (60, 600), ("add_partitions",)),
             "traffic": Lane((110, 130), (1, 7), _TRAFFIC_KINDS),
         },
-        min_faults=250,
-        min_loader_kills=20,
+        min_faults=200,
+        min_loader_kills=10,
         min_kinds=15,
         max_examples=1000,
         await_timeout_s=900.0,
+        zombie_after_commits=1,
     ),
     "break": Profile(
         "break",
@@ -213,6 +221,7 @@ def _loader_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, A
         ZombieParams,
         freeze=st.sampled_from(points),
         run_s=_choice(profile, [4.0, 2.0, 6.0]),
+        after_commits=st.just(0 if name == "zombie_now" else profile.zombie_after_commits),
         freeze_timeout_s=st.just(240.0),
         step_down_s=st.just(120.0),
     )

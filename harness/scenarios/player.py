@@ -8,6 +8,12 @@ event that needs one of the loader's hooks is armed on the loader start that com
 table's commits every few seconds through the run's recording client and judges the reads
 with :class:`~harness.scenarios.invariants.LiveJudge`; when a rule breaks it records the
 verdict and stops the player, which injects nothing more and heals what is injected.
+
+Given a :class:`~harness.scenarios.pacing.LoaderPacer` (the soak), the player paces its loader
+lane by the loader's progress instead of the clock: each loader fault waits for a commit since
+the previous one, then comes promptly. The paced loader lane then leads: once it has played
+its events the player stops, so the other lanes, drawn long enough to outlast it, never stand
+idle waiting for it (their events not reached by then are not injected).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from typing import Any
 
 from harness.scenarios.faults import Fault, build_fault
 from harness.scenarios.invariants import LedgerIndex, LiveJudge
+from harness.scenarios.pacing import LoaderPacer
 from harness.scenarios.schedule import Schedule
 
 __all__ = ["Monitor", "SchedulePlayer"]
@@ -96,12 +103,21 @@ class SchedulePlayer:
         run: The run.
         schedule: What to play.
         start_loader: Start the loader first (armed for the loader lane's first event).
+        pacer: Pace the loader lane by commits (and stop when it is done); None: by the clock.
     """
 
-    def __init__(self, run: Any, schedule: Schedule, *, start_loader: bool = True) -> None:
+    def __init__(
+        self,
+        run: Any,
+        schedule: Schedule,
+        *,
+        start_loader: bool = True,
+        pacer: LoaderPacer | None = None,
+    ) -> None:
         self.run = run
         self.schedule = schedule
         self.start_loader = start_loader
+        self.pacer = pacer
         self.stopped = threading.Event()
         self._t0 = 0.0
 
@@ -130,7 +146,9 @@ class SchedulePlayer:
         )
         self._t0 = time.monotonic()
         threads = [
-            threading.Thread(target=self._lane, args=(pairs,), name=f"lane-{lane}", daemon=True)
+            threading.Thread(
+                target=self._lane, args=(lane, pairs), name=f"lane-{lane}", daemon=True
+            )
             for lane, pairs in lanes.items()
         ]
         for thread in threads:
@@ -143,20 +161,33 @@ class SchedulePlayer:
         if prepare is not None:
             prepare(self.run)
 
-    def _lane(self, pairs: list[tuple[Any, Fault]]) -> None:
+    def _lane(self, lane: str, pairs: list[tuple[Any, Fault]]) -> None:
+        pacer = self.pacer if lane == "loader" else None
+        self._play_lane(pairs, pacer)
+        if pacer is not None:
+            self.stop()  # the paced loader lane leads: the chapter ends with it
+
+    def _play_lane(self, pairs: list[tuple[Any, Fault]], pacer: LoaderPacer | None) -> None:
         run = self.run
         previous_at, previous_end = 0.0, self._t0
         for i, (event, fault) in enumerate(pairs):
-            # An event comes at its time, or - when the lane runs late (a loader start, a
-            # commit awaited) - as long after the previous one ended as the schedule spaced them.
-            due = max(self._t0 + event.at_s, previous_end + event.at_s - previous_at)
-            previous_at = event.at_s
-            if self.stopped.wait(max(0.0, due - time.monotonic())):
-                return
+            if pacer is not None:
+                if not pacer.wait(run, self.stopped):
+                    return
+            else:
+                # An event comes at its time, or - when the lane runs late (a loader start, a
+                # commit awaited) - as long after the previous one ended as the schedule
+                # spaced them.
+                due = max(self._t0 + event.at_s, previous_end + event.at_s - previous_at)
+                previous_at = event.at_s
+                if self.stopped.wait(max(0.0, due - time.monotonic())):
+                    return
             try:
                 injected = run.inject(fault)
             except Exception:
                 injected = True  # half-injected: it is in the active set, heal it
+            if pacer is not None and injected:
+                pacer.mark(run.loaders)  # the next loader fault waits for a commit after this
             if not injected:
                 previous_end = time.monotonic()
                 continue

@@ -5,6 +5,10 @@ One topic, table and loader live for the whole soak. Hypothesis draws a chapter'
 malformed fractions, schema changes, pauses, maintenance - among dozens of loader kills and
 zombie writers), the player plays it while the monitor checks the live invariants, and at the
 chapter's end every fault is healed. Chapters follow until the time is up.
+The loader lane is paced by commits (``harness.scenarios.pacing``): each loader fault waits
+until the loader has committed since the previous one, then comes promptly, so kills and
+zombies hit a loader at work rather than one still starting; a chapter ends with its loader
+lane, while the cheap lanes keep their clock.
 Only after the last chapter does the table catch up and the final checks compare it and the
 dead-letter topic with the ledgers (a catch-up per chapter would cost minutes of faults). A
 failure stops the soak and its chapter is written as a scenario file that plays it again on a
@@ -40,6 +44,7 @@ from harness.scenarios.generate import (
 from harness.scenarios.history import Event, select
 from harness.scenarios.loaders import LoaderOptions
 from harness.scenarios.model import parse
+from harness.scenarios.pacing import LoaderPacer
 from harness.scenarios.params import parse_params
 from harness.scenarios.player import Monitor, SchedulePlayer
 from harness.scenarios.runner import judge, record_checks
@@ -47,7 +52,7 @@ from harness.scenarios.schedule import Schedule
 from harness.scenarios.steps import perform
 from harness.scenarios.traffic import Workload
 
-__all__ = ["SoakResult", "soak"]
+__all__ = ["SoakResult", "clear_loader_hooks", "soak"]
 
 
 @dataclass
@@ -64,6 +69,9 @@ class SoakResult:
         checks: The final checks of the last chapter.
         anomalies: Anomaly name to count over every check.
         unhealed: Faults left unhealed.
+        paced: Loader faults that waited for a commit and saw one.
+        pace_timeouts: Loader faults whose wait for a commit timed out (they came anyway).
+        pace_waits: Seconds each loader fault waited for its commit.
         load: 1-minute load averages sampled during the soak.
         failure: What failed, if anything did.
         written: The scenario file a failing chapter was written to.
@@ -78,6 +86,9 @@ class SoakResult:
     checks: list[CheckResult] = field(default_factory=list)
     anomalies: Counter[str] = field(default_factory=Counter)
     unhealed: int = 0
+    paced: int = 0
+    pace_timeouts: int = 0
+    pace_waits: list[float] = field(default_factory=list)
     load: list[float] = field(default_factory=list)
     failure: str | None = None
     written: Path | None = None
@@ -118,6 +129,7 @@ class _Soak:
         self.stack, self.run, self.profile, self.deadline = stack, run, profile, deadline
         self.world = world
         self.player: SchedulePlayer | None = None
+        self.pacer = LoaderPacer()  # one for the whole soak: its mark spans chapters
         self.monitor = Monitor(run, profile.monitor_every_s, on_failure=self._stop_player)
         self.failure: str | None = None
         self.failed_schedule: Schedule | None = None
@@ -147,7 +159,9 @@ class _Soak:
         )
         if "trickle" not in run.tasks:
             perform(run, "trickle", {"action": "start", "rate": self.world.trickle_rate})
-        self.player = SchedulePlayer(run, schedule, start_loader=self.chapters == 1)
+        self.player = SchedulePlayer(
+            run, schedule, start_loader=self.chapters == 1, pacer=self.pacer
+        )
         timer = threading.Timer(max(0.0, self.deadline - time.monotonic()), self._stop_player)
         timer.daemon = True
         timer.start()
@@ -165,6 +179,7 @@ class _Soak:
         perform(run, "trickle", {"action": "stop"})
         schedule = self.schedules[-1]
         if not self.monitor.failure:
+            clear_loader_hooks(run)
             perform(run, "start_loader", {"only_if_stopped": True})
             run.await_loaded(self.profile.await_timeout_s)
         self.monitor.check_now()
@@ -187,6 +202,23 @@ class _Soak:
             self.failure = "; ".join(f"{c.check}: {c.summary}" for c in bad)
             self.failed_schedule = schedule
             raise AssertionError(self.failure)
+
+
+def clear_loader_hooks(run: Any) -> bool:
+    """Restart a loader still carrying a fault hook, without it; True when it did.
+
+    The player arms a hooked fault (a kill right after a commit, a freeze at a point of a
+    batch) on the loader start before it. When the time is up between that start and the
+    fault, the hook stays: during the catch-up the loader would kill itself (an expected exit,
+    not restarted) or freeze, and the table would never catch up.
+    """
+    run.loaders.arm({})
+    hooks = run.loaders.hooks
+    if not hooks:
+        return False
+    run.history.record("loader", "info", "hooks_cleared", hooks=hooks)
+    run.restart_loader(kill=True)  # kill -9 also ends a loader its hook has frozen
+    return True
 
 
 def _sample_load(stop: threading.Event, load: list[float]) -> None:
@@ -283,6 +315,10 @@ def _tally(result: SoakResult, run: Run) -> None:
         for name, a in check.anomalies.items():
             result.anomalies[name] += a.count
     result.unhealed += sum(1 for _, _, heal in fault_windows(run.history) if heal is None)
+    paced = select(run.history, "loader", "paced")
+    result.paced = sum(1 for e in paced if e.phase == "ok")
+    result.pace_timeouts = sum(1 for e in paced if e.phase == "fail")
+    result.pace_waits = [float(e.data["waited_s"]) for e in paced]
 
 
 def _write(state: _Soak, result: SoakResult) -> Path:

@@ -35,6 +35,7 @@ def summary(result: SoakResult) -> list[str]:
         + f", {result.unhealed} unhealed",
         f"load average (1 min): {min(load):.1f}-{max(load):.1f}, median "
         f"{statistics.median(load):.1f}",
+        _pacing(result),
     ]
     if result.failure:
         lines.append(f"failure: {result.failure}")
@@ -42,6 +43,15 @@ def summary(result: SoakResult) -> list[str]:
         lines.append(f"failing chapter written to {result.written}")
     lines += [f"  {kind:<22} {n:5d}" for kind, n in result.faults.most_common()]
     return lines
+
+
+def _pacing(result: SoakResult) -> str:
+    waits = result.pace_waits or [0.0]
+    return (
+        f"loader faults paced by commits: {result.paced} after a commit, "
+        f"{result.pace_timeouts} timed out; wait median {statistics.median(waits):.1f} s, "
+        f"max {max(waits):.1f} s"
+    )
 
 
 def write(result: SoakResult) -> Path:
@@ -63,7 +73,7 @@ def write(result: SoakResult) -> Path:
     lines = [
         f"# Soak: {result.minutes:g} minutes of generated faults",
         "",
-        *[f"- {line}" for line in summary(result)[:4]],
+        *[f"- {line}" for line in summary(result)[:5]],
         f"- history: `{run_dir / 'history.jsonl'}`",
         "",
     ]

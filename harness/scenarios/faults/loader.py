@@ -89,6 +89,10 @@ class KillLoader:
 
     def heal(self, run: Any) -> Mapping[str, Any]:
         landed(run, self.name, self._snapshot)
+        if run.loaders.is_running():
+            # Healed again after a failed restart, which the supervisor has since made good:
+            # a second process would only fight the first for the lease.
+            return {"seconds": 0.0, "restart": self.params.restart, "already_running": True}
         took = run.loaders.start(wait=self.params.restart == "wait")
         return {"seconds": round(took, 2), "restart": self.params.restart}
 
@@ -103,6 +107,8 @@ class ZombieParams:
             (the pause point the scenario's ``[loader]`` gives its first start).
         run_s: How long the successor loads before the frozen loader is thawed.
         grace_s: Extra wait after the lease ran out (clock skew allowance plus margin).
+        after_commits: For a named point: commits the armed loader makes before the hook
+            may freeze it (0: its first batch, while it is still warming up).
         freeze_timeout_s: How long to wait for the hook to freeze the loader.
         step_down_s: How long the thawed loader may take to step down before it is killed.
         restart: Start the successor and wait for it (``wait``) or only launch it.
@@ -111,9 +117,14 @@ class ZombieParams:
     freeze: Literal["now", "hook", "planned", "write", "publish"] = "hook"
     run_s: float = 5.0
     grace_s: float = 1.5
+    after_commits: int = 0
     freeze_timeout_s: float = 180.0
     step_down_s: float = 180.0
     restart: Literal["wait", "launch"] = "wait"
+
+    def __post_init__(self) -> None:
+        if self.after_commits < 0:
+            raise ValueError("after_commits must be >= 0")
 
 
 @fault_kind("zombie_loader", "loader", ZombieParams)
@@ -135,7 +146,8 @@ class ZombieLoader:
     def prepare(self, run: Any) -> None:
         """Arm the next start of the loader with the pause hook (a named point only)."""
         if self.params.freeze in PAUSE_POINTS:
-            run.loaders.arm({PAUSE_AT_ENV: self.params.freeze, PAUSE_AFTER_COMMITS_ENV: "0"})
+            hooks = {PAUSE_AT_ENV: self.params.freeze}
+            run.loaders.arm({**hooks, PAUSE_AFTER_COMMITS_ENV: str(self.params.after_commits)})
 
     def _armed(self, run: Any) -> bool:
         point = self.params.freeze

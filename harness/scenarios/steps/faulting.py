@@ -193,7 +193,10 @@ def schedule(run: Any, p: PlaySchedule) -> None:
         monitor = Monitor(run, p.monitor_every_s, on_failure=player.stop)
         run.tasks["monitor"] = monitor
         monitor.start()
-    player.play()
+    try:
+        player.play()
+    finally:
+        run.heal_all()  # what a failed heal left in the set, before anything is judged
 
 
 __all__ = ["FaultStep", "Nemesis", "PlaySchedule"]

@@ -1,0 +1,319 @@
+"""The soak's pacing of loader faults by commits, with fake loaders (no services)."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, settings
+
+from harness.scenarios.faults import FAULTS
+from harness.scenarios.faults.loader import KillLoaderParams, ZombieLoader, ZombieParams
+from harness.scenarios.generate import PROFILES, schedules
+from harness.scenarios.history import History, select
+from harness.scenarios.pacing import LoaderPacer, Pace, committed_batches
+from harness.scenarios.params import parse_params
+from harness.scenarios.player import SchedulePlayer
+from harness.scenarios.schedule import Schedule, ScheduledFault
+from loader.faultpoints import PAUSE_AFTER_COMMITS_ENV, PAUSE_AT_ENV
+
+# Lines as the loader writes them (loader/job.py, loader/sink.py).
+STARTED = "2026-11-22 20:35:39,462 INFO icefloe.loader: starting lake.s.t at earliest\n"
+TOOK_OVER = "2026-11-22 20:35:39,341 INFO icefloe.loader: took over lake.s.t as loader a (x)\n"
+NOTHING_NEW = (
+    "2026-11-22 20:36:10,000 INFO icefloe.loader: batch 3: every record is already committed\n"
+)
+
+
+def committed(batch: int, rows: int = 797) -> str:
+    return (
+        f"2026-11-22 20:36:17,715 INFO icefloe.loader: batch {batch}: committed {rows} rows, "
+        "201 dead letters (table state 0.27 s, decode 9.47 s, write and publish 12.72 s)\n"
+    )
+
+
+class FakeLoader:
+    """A loader process as the pacer sees it: a log that grows."""
+
+    def __init__(self, log: str = "") -> None:
+        self.log = log
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> None:
+        with self._lock:
+            self.log += text
+
+    def log_size(self) -> int:
+        with self._lock:
+            return len(self.log.encode())
+
+    def log_since(self, mark: int) -> str:
+        with self._lock:
+            return self.log.encode()[mark:].decode()
+
+
+class FakeLoaders:
+    def __init__(self) -> None:
+        self.current = FakeLoader()
+        self.armed: dict[str, str] = {}
+
+    def arm(self, hooks: dict[str, str], expect_codes: tuple[int, ...] = ()) -> None:
+        self.armed = dict(hooks)
+
+
+class FakeRun:
+    """Records injections; a loader fault makes the loader commit ``commit_after_s`` later."""
+
+    def __init__(self, commit_after_s: float = 0.15) -> None:
+        self.history = History()
+        self.rng = random.Random(1)
+        self.loaders = FakeLoaders()
+        self.commit_after_s = commit_after_s
+        self.injected: list[tuple[float, str]] = []
+        self.commits: list[float] = []
+        self.batch = 0
+        self._lock = threading.Lock()
+
+    def start_loader(self, wait: bool = True) -> float:
+        self._commit_later()
+        return 0.0
+
+    def _commit_later(self) -> None:
+        def commit() -> None:
+            with self._lock:
+                self.batch += 1
+                self.commits.append(time.monotonic())
+                batch = self.batch
+            self.loaders.current.write(committed(batch))
+
+        timer = threading.Timer(self.commit_after_s, commit)
+        timer.daemon = True
+        timer.start()
+
+    def inject(self, fault: Any) -> bool:
+        with self._lock:
+            self.injected.append((time.monotonic(), fault.name))
+        if fault.lane == "loader":
+            self.loaders.current.write(STARTED)  # restarted: it logs its start at once
+            self._commit_later()  # ... and commits only later
+        return True
+
+    def heal(self, fault: Any) -> None:
+        pass
+
+
+def test_only_batch_commits_count_not_the_start_or_an_empty_batch() -> None:
+    log = TOOK_OVER + STARTED + NOTHING_NEW + committed(0) + committed(1, rows=0)
+    assert committed_batches(log) == [0, 1]
+    assert committed_batches(TOOK_OVER + STARTED + NOTHING_NEW) == []
+
+
+def test_the_pacer_waits_for_a_commit_after_the_mark() -> None:
+    run = FakeRun()
+    run.loaders.current.write(STARTED + committed(0))
+    pacer = LoaderPacer(Pace(timeout_s=5.0, delay_s=0.0, poll_s=0.01))
+    pacer.mark(run.loaders)  # a fault was injected: commit 0 came before it
+    assert pacer.committed(run.loaders) == []
+    threading.Timer(0.2, run.loaders.current.write, args=(committed(1),)).start()
+    began = time.monotonic()
+    assert pacer.wait(run, threading.Event())
+    assert time.monotonic() - began >= 0.19
+    (event,) = select(run.history, "loader", "paced")
+    assert event.phase == "ok" and event.data["batch"] == 1
+
+
+def test_a_successor_started_after_the_mark_counts_from_its_first_line() -> None:
+    run = FakeRun()
+    pacer = LoaderPacer(Pace(timeout_s=5.0, delay_s=0.0, poll_s=0.01))
+    pacer.mark(run.loaders)
+    run.loaders.current = FakeLoader(STARTED + committed(0))  # a zombie's successor
+    assert pacer.committed(run.loaders) == [0]
+    assert pacer.wait(run, threading.Event())
+
+
+def test_a_wait_that_times_out_lets_the_fault_come_and_says_so() -> None:
+    run = FakeRun()
+    pacer = LoaderPacer(Pace(timeout_s=0.1, delay_s=0.0, poll_s=0.01))
+    pacer.mark(run.loaders)
+    assert pacer.wait(run, threading.Event())
+    (event,) = select(run.history, "loader", "paced")
+    assert event.phase == "fail" and event.data["batch"] is None
+
+
+def test_a_stopped_wait_injects_nothing() -> None:
+    run = FakeRun()
+    pacer = LoaderPacer(Pace(timeout_s=30.0, delay_s=0.0, poll_s=0.01))
+    pacer.mark(run.loaders)
+    stopped = threading.Event()
+    threading.Timer(0.1, stopped.set).start()
+    began = time.monotonic()
+    assert not pacer.wait(run, stopped)
+    assert time.monotonic() - began < 5 and not select(run.history, "loader", "paced")
+
+
+def _kill(at_s: float) -> ScheduledFault:
+    return ScheduledFault(at_s, "kill_loader", KillLoaderParams(at="now"))
+
+
+def test_paced_loader_faults_each_follow_a_commit_and_the_loader_lane_leads() -> None:
+    run = FakeRun(commit_after_s=0.3)
+    burst = parse_params(FAULTS["burst"].params, {}, "x")
+    # By the clock the kills would come 0.01 s apart; the bursts every 0.05 s for 5 s.
+    events = (
+        *[_kill(0.01 * i) for i in range(4)],
+        *[ScheduledFault(0.05 * i, "burst", burst) for i in range(100)],
+    )
+    pacer = LoaderPacer(Pace(timeout_s=10.0, delay_s=0.05, poll_s=0.01))
+    player = SchedulePlayer(run, Schedule(events), pacer=pacer)  # type: ignore[arg-type]
+    began = time.monotonic()
+    player.play()
+    took = time.monotonic() - began
+    kills = [t for t, name in run.injected if name == "kill_loader"]
+    bursts = [t for t, name in run.injected if name == "burst"]
+    assert len(kills) == 4
+    # Every kill came after a commit that came after the previous kill (or the start).
+    previous = began
+    for kill in kills:
+        assert any(previous < c <= kill for c in run.commits), (previous, kill, run.commits)
+        previous = kill
+    waits = select(run.history, "loader", "paced", "ok")
+    assert len(waits) == 4 and all(e.data["waited_s"] >= 0.2 for e in waits[1:])
+    # The cheap lane kept its clock while the kills waited, and stopped with the loader lane.
+    assert len(bursts) >= 15 and took < 4.0 and len(bursts) < 100
+
+
+def test_an_unpaced_player_keeps_the_schedules_clock() -> None:
+    run = FakeRun(commit_after_s=5.0)
+    player = SchedulePlayer(run, Schedule(tuple(_kill(0.02 * i) for i in range(3))))  # type: ignore[arg-type]
+    began = time.monotonic()
+    player.play()
+    assert len(run.injected) == 3 and time.monotonic() - began < 2.0
+    assert not select(run.history, "loader", "paced")
+
+
+def test_a_zombie_armed_after_a_commit_freezes_a_loader_at_work() -> None:
+    run = FakeRun()
+    ZombieLoader(ZombieParams(freeze="planned", after_commits=1), run.rng).prepare(run)
+    assert run.loaders.armed == {PAUSE_AT_ENV: "planned", PAUSE_AFTER_COMMITS_ENV: "1"}
+    ZombieLoader(ZombieParams(freeze="write"), run.rng).prepare(run)
+    assert run.loaders.armed[PAUSE_AFTER_COMMITS_ENV] == "0"
+
+
+@settings(
+    max_examples=10,
+    deadline=None,
+    database=None,
+    phases=[Phase.generate],
+    suppress_health_check=list(HealthCheck),
+)
+@given(schedules(PROFILES["soak"]))
+def test_soak_chapters_hold_about_five_kills_to_a_zombie(schedule: Schedule) -> None:
+    counts = schedule.counts()
+    lanes = schedule.lanes()
+    assert 14 <= len(lanes["loader"]) <= 18 and counts["kill_loader"] >= 10
+    hooked = [
+        e.params
+        for e in lanes["loader"]
+        if e.kind == "zombie_loader" and e.params.freeze in ("planned", "write", "publish")
+    ]
+    assert all(p.after_commits == 1 for p in hooked)
+    # The cheap lanes are drawn long enough to outlast the paced loader lane.
+    assert len(lanes["traffic"]) >= 110 and len(lanes["schema"]) >= 55
+
+
+class HookedLoaders(FakeLoaders):
+    """Loaders whose current start carries ``hooks``; restarts are recorded."""
+
+    def __init__(self, hooks: dict[str, str]) -> None:
+        super().__init__()
+        self.hooks = dict(hooks)
+        self.restarts: list[tuple[bool, dict[str, str]]] = []
+
+    def restart(self, *, kill: bool = False) -> float:
+        self.restarts.append((kill, dict(self.armed)))
+        self.hooks, self.armed = dict(self.armed), {}
+        return 0.0
+
+
+class HookedRun(FakeRun):
+    def __init__(self, hooks: dict[str, str]) -> None:
+        super().__init__()
+        self.loaders = HookedLoaders(hooks)
+
+    def restart_loader(self, *, kill: bool = False) -> float:
+        return self.loaders.restart(kill=kill)
+
+
+def test_the_catch_up_runs_a_loader_without_the_hook_armed_for_a_fault_cut_off() -> None:
+    from harness.scenarios.soak import clear_loader_hooks
+    from loader.faultpoints import KILL_AFTER_COMMIT_ENV
+
+    run = HookedRun({KILL_AFTER_COMMIT_ENV: "1"})
+    run.loaders.armed = {PAUSE_AT_ENV: "write"}  # armed for a start that will not come
+    assert clear_loader_hooks(run)
+    assert run.loaders.restarts == [(True, {})] and not run.loaders.hooks
+    assert select(run.history, "loader", "hooks_cleared")
+    clean = HookedRun({})
+    assert not clear_loader_hooks(clean) and not clean.loaders.restarts
+
+
+class RestartLoaders(FakeLoaders):
+    def __init__(self, running: bool) -> None:
+        super().__init__()
+        self.running = running
+        self.started = 0
+
+    def is_running(self) -> bool:
+        return self.running
+
+    def start(self, *, wait: bool = True) -> float:
+        self.started += 1
+        self.running = True
+        return 0.0
+
+
+def test_a_kill_healed_again_does_not_start_a_second_loader() -> None:
+    from harness.scenarios.faults.loader import KillLoader
+
+    run = FakeRun()
+    run.loaders = RestartLoaders(running=False)  # type: ignore[assignment]
+    kill = KillLoader(KillLoaderParams(at="now"), run.rng)
+    assert "already_running" not in kill.heal(run) and run.loaders.started == 1
+    # A restart failed (the catalog was down) and the supervisor has since started it.
+    assert kill.heal(run)["already_running"] and run.loaders.started == 1
+
+
+class HealingRun(FakeRun):
+    """A run whose first heal of each fault fails; ``heal_all`` heals it again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tasks: dict[str, Any] = {}
+        self.active: list[Any] = []
+        self.healed: list[str] = []
+
+    def inject(self, fault: Any) -> bool:
+        self.active.append(fault)
+        return super().inject(fault)
+
+    def heal(self, fault: Any) -> None:
+        if fault in self.healed:
+            return
+        self.healed.append(fault)
+        raise RuntimeError("the catalog is down")
+
+    def heal_all(self) -> list[str]:
+        left, self.active = self.active, []
+        return [f.name for f in left]
+
+
+def test_the_schedule_step_heals_what_a_failed_heal_left_before_the_checks() -> None:
+    from harness.scenarios.steps.faulting import PlaySchedule, schedule
+
+    run = HealingRun()
+    burst = parse_params(FAULTS["burst"].params, {}, "x")
+    events = Schedule((ScheduledFault(0.0, "burst", burst),))
+    schedule(run, PlaySchedule(events, start_loader=False, monitor_every_s=0))
+    assert len(run.healed) == 1 and not run.active
