@@ -108,8 +108,7 @@ class Profile:
 # kills that wait for a commit and the zombies frozen by a hook are the expensive ones.
 _CI_LOADER_KINDS = ("kill_now", "kill_now", "kill_now", "kill_now", "kill_commit", "zombie_now")
 # The soak paces its loader lane by commits (harness.scenarios.pacing): each loader fault costs
-# a restart and a first batch, so the lane is short, leads its chapter, and holds about five
-# kills to a zombie.
+# a restart and a first batch, so the lane is short, and holds about five kills to a zombie.
 _SOAK_LOADER_KINDS = (
     "kill_now",
     "kill_now",

@@ -11,9 +11,10 @@ verdict and stops the player, which injects nothing more and heals what is injec
 
 Given a :class:`~harness.scenarios.pacing.LoaderPacer` (the soak), the player paces its loader
 lane by the loader's progress instead of the clock: each loader fault waits for a commit since
-the previous one, then comes promptly. The paced loader lane then leads: once it has played
-its events the player stops, so the other lanes, drawn long enough to outlast it, never stand
-idle waiting for it (their events not reached by then are not injected).
+the previous one, then comes promptly. With ``until_first_lane`` (the soak's chapters) the
+player stops as soon as one lane of at least two events has played them all, so no lane
+stands idle while a slower one finishes; events not reached are not injected (the next
+chapter draws fresh lanes).
 """
 
 from __future__ import annotations
@@ -103,7 +104,8 @@ class SchedulePlayer:
         run: The run.
         schedule: What to play.
         start_loader: Start the loader first (armed for the loader lane's first event).
-        pacer: Pace the loader lane by commits (and stop when it is done); None: by the clock.
+        pacer: Pace the loader lane by commits; None: by the clock.
+        until_first_lane: Stop once one lane of at least two events has played them all.
     """
 
     def __init__(
@@ -113,11 +115,13 @@ class SchedulePlayer:
         *,
         start_loader: bool = True,
         pacer: LoaderPacer | None = None,
+        until_first_lane: bool = False,
     ) -> None:
         self.run = run
         self.schedule = schedule
         self.start_loader = start_loader
         self.pacer = pacer
+        self.until_first_lane = until_first_lane
         self.stopped = threading.Event()
         self._t0 = 0.0
 
@@ -162,10 +166,10 @@ class SchedulePlayer:
             prepare(self.run)
 
     def _lane(self, lane: str, pairs: list[tuple[Any, Fault]]) -> None:
-        pacer = self.pacer if lane == "loader" else None
-        self._play_lane(pairs, pacer)
-        if pacer is not None:
-            self.stop()  # the paced loader lane leads: the chapter ends with it
+        self._play_lane(pairs, self.pacer if lane == "loader" else None)
+        if self.until_first_lane and len(pairs) >= 2 and not self.stopped.is_set():
+            self.run.history.record("info", "info", "lane_done", lane=lane, events=len(pairs))
+            self.stop()
 
     def _play_lane(self, pairs: list[tuple[Any, Fault]], pacer: LoaderPacer | None) -> None:
         run = self.run

@@ -2,13 +2,14 @@
 
 One topic, table and loader live for the whole soak. Hypothesis draws a chapter's schedule
 (profile ``soak`` of ``harness.scenarios.generate``: hundreds of cheap faults - traffic,
-malformed fractions, schema changes, pauses, maintenance - among dozens of loader kills and
+malformed fractions, schema changes, pauses, maintenance - among 14-18 loader kills and
 zombie writers), the player plays it while the monitor checks the live invariants, and at the
 chapter's end every fault is healed. Chapters follow until the time is up.
 The loader lane is paced by commits (``harness.scenarios.pacing``): each loader fault waits
 until the loader has committed since the previous one, then comes promptly, so kills and
-zombies hit a loader at work rather than one still starting; a chapter ends with its loader
-lane, while the cheap lanes keep their clock.
+zombies hit a loader at work rather than one still starting; the cheap lanes keep their clock. A
+chapter ends as soon as one of its lanes has played all its events (the others are cut there,
+and the next chapter draws fresh lanes), so no lane stands idle while a slower one finishes.
 Only after the last chapter does the table catch up and the final checks compare it and the
 dead-letter topic with the ledgers (a catch-up per chapter would cost minutes of faults). A
 failure stops the soak and its chapter is written as a scenario file that plays it again on a
@@ -160,7 +161,7 @@ class _Soak:
         if "trickle" not in run.tasks:
             perform(run, "trickle", {"action": "start", "rate": self.world.trickle_rate})
         self.player = SchedulePlayer(
-            run, schedule, start_loader=self.chapters == 1, pacer=self.pacer
+            run, schedule, start_loader=self.chapters == 1, pacer=self.pacer, until_first_lane=True
         )
         timer = threading.Timer(max(0.0, self.deadline - time.monotonic()), self._stop_player)
         timer.daemon = True

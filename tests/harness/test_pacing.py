@@ -157,7 +157,7 @@ def _kill(at_s: float) -> ScheduledFault:
     return ScheduledFault(at_s, "kill_loader", KillLoaderParams(at="now"))
 
 
-def test_paced_loader_faults_each_follow_a_commit_and_the_loader_lane_leads() -> None:
+def test_paced_loader_faults_each_follow_a_commit_and_the_first_lane_done_ends_it() -> None:
     run = FakeRun(commit_after_s=0.3)
     burst = parse_params(FAULTS["burst"].params, {}, "x")
     # By the clock the kills would come 0.01 s apart; the bursts every 0.05 s for 5 s.
@@ -166,7 +166,7 @@ def test_paced_loader_faults_each_follow_a_commit_and_the_loader_lane_leads() ->
         *[ScheduledFault(0.05 * i, "burst", burst) for i in range(100)],
     )
     pacer = LoaderPacer(Pace(timeout_s=10.0, delay_s=0.05, poll_s=0.01))
-    player = SchedulePlayer(run, Schedule(events), pacer=pacer)  # type: ignore[arg-type]
+    player = SchedulePlayer(run, Schedule(events), pacer=pacer, until_first_lane=True)  # type: ignore[arg-type]
     began = time.monotonic()
     player.play()
     took = time.monotonic() - began
@@ -182,6 +182,26 @@ def test_paced_loader_faults_each_follow_a_commit_and_the_loader_lane_leads() ->
     assert len(waits) == 4 and all(e.data["waited_s"] >= 0.2 for e in waits[1:])
     # The cheap lane kept its clock while the kills waited, and stopped with the loader lane.
     assert len(bursts) >= 15 and took < 4.0 and len(bursts) < 100
+
+
+def test_a_cheap_lane_done_first_cuts_the_paced_loader_lane_and_a_lone_event_does_not() -> None:
+    run = FakeRun(commit_after_s=0.4)
+    burst = parse_params(FAULTS["burst"].params, {}, "x")
+    partitions = parse_params(FAULTS["add_partitions"].params, {"add": 1}, "x")
+    events = (
+        *[_kill(0.01 * i) for i in range(20)],
+        *[ScheduledFault(0.1 * i, "burst", burst) for i in range(8)],
+        ScheduledFault(0.0, "add_partitions", partitions),  # a lane of one event
+    )
+    pacer = LoaderPacer(Pace(timeout_s=10.0, delay_s=0.0, poll_s=0.01))
+    player = SchedulePlayer(run, Schedule(events), pacer=pacer, until_first_lane=True)  # type: ignore[arg-type]
+    began = time.monotonic()
+    player.play()
+    names = [name for _, name in run.injected]
+    assert names.count("burst") == 8 and "add_partitions" in names
+    assert 1 <= names.count("kill_loader") < 20 and time.monotonic() - began < 5.0
+    (done,) = select(run.history, "info", "lane_done")
+    assert done.data == {"lane": "traffic", "events": 8}
 
 
 def test_an_unpaced_player_keeps_the_schedules_clock() -> None:
@@ -219,7 +239,7 @@ def test_soak_chapters_hold_about_five_kills_to_a_zombie(schedule: Schedule) -> 
         if e.kind == "zombie_loader" and e.params.freeze in ("planned", "write", "publish")
     ]
     assert all(p.after_commits == 1 for p in hooked)
-    # The cheap lanes are drawn long enough to outlast the paced loader lane.
+    # The cheap lanes hold minutes of faults each (a chapter ends with its first lane done).
     assert len(lanes["traffic"]) >= 110 and len(lanes["schema"]) >= 55
 
 
