@@ -115,6 +115,19 @@ def _log_options(level: str) -> str:
     )
 
 
+def _jar_options(master: str, jars: tuple[str, ...]) -> dict[str, str]:
+    """How the configured jars reach Spark: the driver's class path in local mode, else ``spark.jars``.
+
+    In local mode the executors live in the driver's JVM, so the jars need only be on its class
+    path. Given as ``spark.jars`` instead, each start copies them all (about 170 MB) into a
+    ``spark-*/userFiles-*`` folder under ``spark.local.dir``, which a killed loader (kill -9,
+    out of memory) never removes. A cluster's executors fetch ``spark.jars`` from the driver.
+    """
+    if master.startswith("local"):
+        return {"spark.driver.extraClassPath": os.pathsep.join(jars)}
+    return {"spark.jars": ",".join(jars)}
+
+
 def _builder_options(config: LoaderConfig) -> dict[str, str]:
     opts = {
         "spark.app.name": f"icefloe-loader-{config.loader_id}",
@@ -139,8 +152,8 @@ def _builder_options(config: LoaderConfig) -> dict[str, str]:
                 "spark.driver.memory": config.spark.driver_memory,
                 "spark.driver.bindAddress": "127.0.0.1",
                 "spark.driver.host": "127.0.0.1",
-                "spark.jars": ",".join(config.spark.jars),
                 "spark.driver.extraJavaOptions": _log_options(config.spark.log_level),
+                **_jar_options(config.spark.master, config.spark.jars),
             }
         )
     opts.update(catalog_options(config, secrets=False))

@@ -2,11 +2,44 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
 from typing import Any
 
 from harness.stack import keys
 from harness.stack.readiness import HttpOk, Readiness
 from harness.stack.service import LocalService
+
+
+FILL_FRACTION = 0.99
+"""MinIO refuses a write that would leave less than 1 % of its drive free ("storage full")."""
+HEADROOM = 2 << 30
+"""Free space a run needs beyond MinIO's limit (bytes): tables, topics, logs, Spark scratch."""
+
+
+class DiskTooFull(RuntimeError):
+    """The drive under MinIO's data is too full for MinIO to accept writes."""
+
+
+def check_free_space(folder: Path) -> None:
+    """Fail before MinIO starts on a drive where its writes would fail.
+
+    On such a drive MinIO starts and answers reads, but rejects every write, and what the user
+    sees is Trino's ``HIVE_WRITER_CLOSE_ERROR`` or the loader's failed commit, far from the cause.
+
+    Raises:
+        DiskTooFull: saying how much is free, how much MinIO needs, and where.
+    """
+    usage = shutil.disk_usage(folder)
+    needed = int(usage.total * (1 - FILL_FRACTION)) + HEADROOM
+    if usage.free < needed:
+        raise DiskTooFull(
+            f"the drive holding {folder} has {usage.free / 2**30:.1f} GiB free of "
+            f"{usage.total / 2**30:.0f} GiB; MinIO rejects writes below "
+            f"{(1 - FILL_FRACTION):.0%} free and a run needs {HEADROOM >> 30} GiB more "
+            f"({needed / 2**30:.1f} GiB in all): free some space or set ICEFLOE_RUN_DIR "
+            "to a folder on another drive"
+        )
 
 
 class Minio(LocalService):
@@ -24,6 +57,7 @@ class Minio(LocalService):
 
     def prepare(self) -> None:
         (self.state_dir / "data").mkdir(parents=True, exist_ok=True)
+        check_free_space(self.state_dir / "data")
 
     def command(self) -> list[str]:
         c = self.config

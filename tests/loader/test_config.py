@@ -329,6 +329,23 @@ def test_the_jvm_logs_at_the_configured_level_from_its_first_line(tmp_path: Path
     assert "rootLogger.level = ${sys:icefloe.spark.log.level:-ERROR}" in text
 
 
+def test_in_local_mode_the_jars_go_on_the_class_path_not_through_spark_jars(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``spark.jars`` in local mode copies every jar into a temp folder a killed loader leaves."""
+    from loader import spark
+
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    jars = {"ICEFLOE_LOADER_SPARK_JARS": "/a.jar,/b.jar"}
+    local = spark._builder_options(load(tmp_path, env=jars))
+    assert local["spark.driver.extraClassPath"] == "/a.jar:/b.jar"
+    assert "spark.jars" not in local
+    on_cluster = MINIMAL + '[spark]\nmaster = "spark://127.0.0.1:7077"\n'
+    cluster = spark._builder_options(load(tmp_path, on_cluster, env=jars))
+    assert cluster["spark.jars"] == "/a.jar,/b.jar"
+    assert "spark.driver.extraClassPath" not in cluster
+
+
 # --- one model: names derived from fields, help for every flag, TOML written back ---------
 
 # Every key the loader has ever read; users' files and environments keep working.
