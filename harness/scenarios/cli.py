@@ -5,6 +5,7 @@
                                                    [--breaks] [--reports DIR] [--keep]
     icefloe scenario check RUN_DIR [...]      recompute verdicts from a run's folder, offline
     icefloe scenario generate [--profile ci|break] [--loader KEY=VALUE] [--seed N] [--found F]
+                              [--shrink-minutes M]
     icefloe soak [--minutes N] [--loader KEY=VALUE] [--seed N]
 
 Each run prints its seed first (replay with ``--seed``), then one line per history event,
@@ -15,6 +16,7 @@ and one JUnit XML file per invocation.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 from pathlib import Path
 from typing import Any
@@ -62,6 +64,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     gen.add_argument("--profile", default="ci", choices=("ci", "break"))
     _world_arguments(gen)
     gen.add_argument("--found", type=Path, help="where a failing schedule is written")
+    gen.add_argument(
+        "--shrink-minutes",
+        type=float,
+        help="time for shrinking a failure (each try is a run of minutes); the profile's "
+        "own budget when unset. The smallest failure found by then is written",
+    )
     parser.set_defaults(func=run)
     return parser
 
@@ -123,9 +131,12 @@ def run_generate(args: argparse.Namespace) -> int:
     from harness.scenarios.generate import PROFILES
 
     stack = _stack(args)
+    profile = PROFILES[args.profile]
+    if args.shrink_minutes is not None:
+        profile = dataclasses.replace(profile, shrink_seconds=args.shrink_minutes * 60)
     start: list[float] = []
     found = explore(
-        stack, PROFILES[args.profile], world=_world(args), reports_dir=args.reports,
+        stack, profile, world=_world(args), reports_dir=args.reports,
         found_path=args.found, seed=args.seed, listener=None if args.quiet else _progress(start),
         on_run=lambda r, s: say(f"[bold]{report.outcome(r)}[/] {len(s.faults)} faults, "
                                 f"{r.elapsed_s:.0f} s: {r.run_dir / 'report.md'}"),

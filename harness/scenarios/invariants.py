@@ -24,6 +24,7 @@ from typing import Any
 
 from harness.scenarios.checkers import (
     UNKNOWN,
+    VALID,
     CheckResult,
     Found,
     Observed,
@@ -243,7 +244,7 @@ def check_dead_letters_match_ledger(
     Returns:
         ``invalid`` with ``lost`` (a malformed message not dead-lettered), ``misrouted`` (a
         valid one dead-lettered) or ``unexpected`` (a letter whose source was never sent);
-        ``unknown`` when no malformed message was delivered.
+        ``unknown`` when no malformed message was delivered and the topic was never read.
     """
     letters = observed.dead_letters or dead_letters(history)
     sources = {d.source for d in letters if d.source is not None}
@@ -260,8 +261,16 @@ def check_dead_letters_match_ledger(
                 found.add("unexpected", f"dead letter from {src}: never published")
         elif entry.status == "valid":
             found.add("misrouted", f"valid {entry.event_id} at {src} dead-lettered")
-    if not malformed:
-        return CheckResult("dead_letters_match_ledger", UNKNOWN, "no malformed message was sent")
+    if not malformed and not found.anomalies:
+        if not select(history, "read", "dead_letters", "ok"):
+            return CheckResult(
+                "dead_letters_match_ledger", UNKNOWN, "no malformed message was sent and "
+                "the dead-letter topic was never read"
+            )  # fmt: skip
+        return CheckResult(
+            "dead_letters_match_ledger", VALID, "no malformed message was sent and the "
+            "dead-letter topic holds none", {}, {"malformed": 0, "letters": len(letters)},
+        )  # fmt: skip
     stats = {
         "malformed": len(malformed),
         "letters": len(letters),

@@ -126,6 +126,17 @@ def test_dead_letters_lost_and_misrouted() -> None:
     assert wrong.verdict == INVALID and "misrouted" in wrong.anomalies
 
 
+def test_dead_letters_without_malformed_messages_need_an_empty_topic() -> None:
+    """A run that sent nothing malformed passes on an empty topic, fails on a valid letter."""
+    valid_only = LEDGER[:3]
+    empty = hist(("read", "ok", "dead_letters", {"values": []}))
+    assert check("dead_letters_match_ledger", empty, valid_only).verdict == VALID
+    assert check("dead_letters_match_ledger", hist(), valid_only).verdict == UNKNOWN
+    misrouted = hist(("read", "ok", "dead_letters", {"values": [letter(1)]}))
+    result = check("dead_letters_match_ledger", misrouted, valid_only)
+    assert result.verdict == INVALID and "misrouted" in result.anomalies
+
+
 # -- faults_healed ---------------------------------------------------------------------
 
 
