@@ -4,8 +4,8 @@ fails again.
 For each break (the loader's offset guard off: ``exactly_once = false``; its commit fence
 off: ``fencing = false``) Hypothesis draws small schedules (profile ``break``) until one
 fails, shrinks it, and the smallest failing schedule is written as a scenario file. That
-file, run as any scenario, must fail again. Each run takes minutes, the search and shrinking
-an hour or more: marked ``slow``.
+file, run as any scenario, must fail again. Each run takes about a minute; a search and its
+shrinking (the profile's 15-minute budget) about 20 minutes per break: marked ``slow``.
 """
 
 from __future__ import annotations
