@@ -116,7 +116,7 @@ def _log_options(level: str) -> str:
 
 
 def _jar_options(master: str, jars: tuple[str, ...]) -> dict[str, str]:
-    """How the configured jars reach Spark: the driver's class path in local mode, else ``spark.jars``.
+    """How the configured jars reach Spark: the driver's class path in local mode, else spark.jars.
 
     In local mode the executors live in the driver's JVM, so the jars need only be on its class
     path. Given as ``spark.jars`` instead, each start copies them all (about 170 MB) into a

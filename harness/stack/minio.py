@@ -10,7 +10,6 @@ from harness.stack import keys
 from harness.stack.readiness import HttpOk, Readiness
 from harness.stack.service import LocalService
 
-
 FILL_FRACTION = 0.99
 """MinIO refuses a write that would leave less than 1 % of its drive free ("storage full")."""
 HEADROOM = 2 << 30

@@ -1,4 +1,4 @@
-"""MinIO's pre-start check: a drive too full for MinIO's writes stops the stack with a clear error."""
+"""MinIO's pre-start check: a drive too full for MinIO's writes stops the start, saying why."""
 
 from __future__ import annotations
 
