@@ -110,6 +110,26 @@ def footprint(query: Query, table: str) -> Footprint:
     return Footprint(int(data), int(deletes), int(size), int(snapshots), int(rows))
 
 
+CONFLICTS = (
+    "ICEBERG_COMMIT_ERROR",
+    # The REST catalog's answer (HTTP 400, not 409) when a commit that adds a snapshot loses a
+    # race with another one, e.g. the loader's staged batch (apache/iceberg#15001; fixed in
+    # the catalog server by apache/iceberg#15126, after the 1.10.1 server the kit runs).
+    "Cannot add snapshot with sequence number",
+)
+"""What in a Trino error says the statement's commit lost a race with another writer."""
+CONFLICT_ATTEMPTS = 5
+"""Tries of a statement whose commit loses races; the statement changed nothing when it did."""
+CONFLICT_BACKOFF_S = 1.0
+"""Seconds before the second try; doubled before each next one."""
+
+
+def is_conflict(error: BaseException) -> bool:
+    """Whether ``error`` is a commit that lost a race (the statement can simply run again)."""
+    text = str(error)
+    return any(marker in text for marker in CONFLICTS)
+
+
 def _run(
     query: Query,
     operation: str,
@@ -117,9 +137,21 @@ def _run(
     statement: str,
     session: Mapping[str, str] | None = None,
 ) -> MaintenanceResult:
+    """Run ``statement``, again when its commit loses a race with a concurrent commit.
+
+    A loader commits every trigger, so a maintenance commit racing it is the normal case, and
+    a lost race leaves the table as it was: each operation here can run again as it is.
+    """
     before = footprint(query, table)
     began = time.monotonic()
-    query(statement, session)
+    for attempt in range(1, CONFLICT_ATTEMPTS + 1):
+        try:
+            query(statement, session)
+            break
+        except Exception as exc:
+            if attempt == CONFLICT_ATTEMPTS or not is_conflict(exc):
+                raise
+            time.sleep(CONFLICT_BACKOFF_S * 2 ** (attempt - 1))
     took = time.monotonic() - began
     return MaintenanceResult(operation, table, statement, before, footprint(query, table), took)
 

@@ -1,0 +1,61 @@
+"""Maintenance statements run again when their commit loses a race, and only then."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from harness import maintenance
+
+TABLE = "lake.s.t"
+# What Trino said when the REST catalog refused an optimize racing the loader's commit.
+LOST_RACE = (
+    'TrinoQueryError(type=INTERNAL_ERROR, name=GENERIC_INTERNAL_ERROR, message="Malformed '
+    'request: Cannot add snapshot with sequence number 10 older than last sequence number 10")'
+)
+
+
+class _Trino:
+    """Answers footprint queries; the maintenance statement fails with ``errors`` first."""
+
+    def __init__(self, *errors: str) -> None:
+        self.errors = list(errors)
+        self.statements: list[str] = []
+
+    def __call__(self, statement: str, session: Mapping[str, str] | None) -> list[Any]:
+        if statement.startswith("SELECT count_if"):
+            return [(3, 0, 100)]
+        if statement.startswith("SELECT count(*)"):
+            return [(1,)]
+        self.statements.append(statement)
+        if self.errors:
+            raise RuntimeError(self.errors.pop(0))
+        return []
+
+
+def _optimize(trino: _Trino, monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    waits: list[float] = []
+    monkeypatch.setattr(maintenance.time, "sleep", waits.append)
+    maintenance.optimize(trino, TABLE)
+    return waits
+
+
+def test_a_statement_whose_commit_lost_a_race_runs_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    trino = _Trino(LOST_RACE, "ICEBERG_COMMIT_ERROR: Failed to commit")
+    assert _optimize(trino, monkeypatch) == [1.0, 2.0]
+    assert len(trino.statements) == 3 and len(set(trino.statements)) == 1
+
+
+def test_other_errors_and_a_race_lost_every_time_are_raised(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    trino = _Trino("TABLE_NOT_FOUND: no such table")
+    with pytest.raises(RuntimeError, match="TABLE_NOT_FOUND"):
+        _optimize(trino, monkeypatch)
+    assert len(trino.statements) == 1
+    always = _Trino(*[LOST_RACE] * maintenance.CONFLICT_ATTEMPTS)
+    with pytest.raises(RuntimeError, match="sequence number"):
+        _optimize(always, monkeypatch)
+    assert len(always.statements) == maintenance.CONFLICT_ATTEMPTS
