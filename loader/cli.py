@@ -48,6 +48,24 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     return parser
 
 
+class Py4JRetryNotice(logging.Filter):
+    """Drops py4j's INFO notice of a command it sends again, with its traceback.
+
+    py4j logs it on the root logger, not its own, so the level set for ``py4j`` misses it. It
+    comes when the JVM goes away first (a stop, the end of a run): the notice, a traceback, and
+    nothing wrong. The same failure, when py4j gives up, is logged at ERROR and kept.
+    """
+
+    MESSAGE = "Exception while sending command."
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            record.name == "root"
+            and record.levelno == logging.INFO
+            and record.getMessage() == self.MESSAGE
+        )
+
+
 def run(
     args: argparse.Namespace,
     prepare: Callable[[LoaderConfig], LoaderConfig] | None = None,
@@ -72,6 +90,9 @@ def run(
     )
     for noisy in ("py4j", "py4j.clientserver", "py4j.java_gateway"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
+    root = logging.getLogger()
+    if not any(isinstance(f, Py4JRetryNotice) for f in root.filters):
+        root.addFilter(Py4JRetryNotice())
     try:
         config = from_args(args, defaults=defaults)
         if args.action == "status":
