@@ -159,6 +159,8 @@ class LoaderProcess:
         self._seen_pid: int | None = None
         self.starts = 0
         self.hooks: dict[str, str] = {}
+        self._began = 0.0  # monotonic time and log size of the last start
+        self._start_mark = 0
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -212,6 +214,7 @@ class LoaderProcess:
             env.update(hooks or {})
             mark = self.log_size()
             began = time.monotonic()
+            self._began, self._start_mark = began, mark
             self.history.record(
                 "loader",
                 "invoke",
@@ -239,6 +242,14 @@ class LoaderProcess:
                 target=self._track_start, args=(mark, began, pid), name="loader-start", daemon=True
             ).start()
         return 0.0
+
+    def uptime_s(self) -> float:
+        """Seconds since the last start was invoked."""
+        return time.monotonic() - self._began
+
+    def has_started(self) -> bool:
+        """Whether the last start has logged its streaming query as started."""
+        return _STARTED_MARK in self.log_since(self._start_mark)
 
     def _track_start(self, mark: int, began: float, pid: int) -> None:
         with contextlib.suppress(RuntimeError):  # recorded as a failed start

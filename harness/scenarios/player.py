@@ -176,7 +176,12 @@ class SchedulePlayer:
         previous_at, previous_end = 0.0, self._t0
         for i, (event, fault) in enumerate(pairs):
             if pacer is not None:
-                if not pacer.wait(run, self.stopped):
+                # A fault that is unpaced (a kill during start-up) comes at once, after the
+                # previous one: its own delay places it.
+                if getattr(fault, "unpaced", False):
+                    if self.stopped.is_set():
+                        return
+                elif not pacer.wait(run, self.stopped):
                     return
             else:
                 # An event comes at its time, or - when the lane runs late (a loader start, a

@@ -24,7 +24,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,9 @@ class SoakResult:
         paced: Loader faults that waited for a commit and saw one.
         pace_timeouts: Loader faults whose wait for a commit timed out (they came anyway).
         pace_waits: Seconds each loader fault waited for its commit.
+        kills_at: Loader kills by where they landed: ``start`` (during a start-up, before
+            the loader had started its query), ``start, running`` (a start-up kill that found
+            it started), ``now``, ``commit``, ``after_commit``.
         load: 1-minute load averages sampled during the soak.
         failure: What failed, if anything did.
         written: The scenario file a failing chapter was written to.
@@ -90,6 +93,7 @@ class SoakResult:
     paced: int = 0
     pace_timeouts: int = 0
     pace_waits: list[float] = field(default_factory=list)
+    kills_at: Counter[str] = field(default_factory=Counter)
     load: list[float] = field(default_factory=list)
     failure: str | None = None
     written: Path | None = None
@@ -320,6 +324,13 @@ def _tally(result: SoakResult, run: Run) -> None:
     result.paced = sum(1 for e in paced if e.phase == "ok")
     result.pace_timeouts = sum(1 for e in paced if e.phase == "fail")
     result.pace_waits = [float(e.data["waited_s"]) for e in paced]
+    kills = [e for e in injected if e.name == "kill_loader.inject"]
+    result.kills_at = Counter(_kill_point(e.data) for e in kills)
+
+
+def _kill_point(data: Mapping[str, Any]) -> str:
+    at = str(data.get("at", "now"))
+    return "start, running" if at == "start" and data.get("had_started") else at
 
 
 def _write(state: _Soak, result: SoakResult) -> Path:

@@ -36,6 +36,8 @@ def summary(result: SoakResult) -> list[str]:
         f"load average (1 min): {min(load):.1f}-{max(load):.1f}, median "
         f"{statistics.median(load):.1f}",
         _pacing(result),
+        "loader kills by where they landed: "
+        + (", ".join(f"{n} {at}" for at, n in sorted(result.kills_at.items())) or "none"),
     ]
     if result.failure:
         lines.append(f"failure: {result.failure}")
@@ -73,7 +75,7 @@ def write(result: SoakResult) -> Path:
     lines = [
         f"# Soak: {result.minutes:g} minutes of generated faults",
         "",
-        *[f"- {line}" for line in summary(result)[:5]],
+        *[f"- {line}" for line in summary(result)[:6]],
         f"- history: `{run_dir / 'history.jsonl'}`",
         "",
     ]

@@ -229,10 +229,15 @@ def test_a_zombie_armed_after_a_commit_freezes_a_loader_at_work() -> None:
     suppress_health_check=list(HealthCheck),
 )
 @given(schedules(PROFILES["soak"]))
-def test_soak_chapters_hold_about_five_kills_to_a_zombie(schedule: Schedule) -> None:
+def test_soak_chapters_hold_kills_at_start_up_and_at_work_and_zombies(schedule: Schedule) -> None:
     counts = schedule.counts()
     lanes = schedule.lanes()
-    assert 14 <= len(lanes["loader"]) <= 18 and counts["kill_loader"] >= 10
+    assert 30 <= len(lanes["loader"]) <= 36 and counts["kill_loader"] >= 10
+    assert counts["zombie_loader"] >= 2
+    ats = [e.params.at for e in lanes["loader"] if e.kind == "kill_loader"]
+    assert "start" in ats and {"now", "commit", "after_commit"} & set(ats)
+    starts = [e.params for e in lanes["loader"] if e.params.__class__ is KillLoaderParams]
+    assert all(p.restart == "launch" and p.max_delay_s > 0 for p in starts if p.at == "start")
     hooked = [
         e.params
         for e in lanes["loader"]
@@ -337,3 +342,59 @@ def test_the_schedule_step_heals_what_a_failed_heal_left_before_the_checks() -> 
     events = Schedule((ScheduledFault(0.0, "burst", burst),))
     schedule(run, PlaySchedule(events, start_loader=False, monitor_every_s=0))
     assert len(run.healed) == 1 and not run.active
+
+
+def test_a_kill_during_start_up_comes_at_once_and_the_next_paced_fault_waits_again() -> None:
+    run = FakeRun(commit_after_s=0.4)
+    start_kill = ScheduledFault(0.0, "kill_loader", KillLoaderParams(at="start"))
+    events = (_kill(0.0), start_kill, _kill(0.0))
+    pacer = LoaderPacer(Pace(timeout_s=10.0, delay_s=0.0, poll_s=0.01))
+    SchedulePlayer(run, Schedule(events), pacer=pacer).play()  # type: ignore[arg-type]
+    (first, second, third) = [t for t, _ in run.injected]
+    # The start-up kill did not wait for the commit the first kill's restart made ...
+    assert second - first < 0.3 and not any(first < c <= second for c in run.commits)
+    # ... and the paced kill after it waited for a commit after it.
+    assert any(second < c <= third for c in run.commits)
+    assert len(select(run.history, "loader", "paced", "ok")) == 2
+
+
+class StartingLoader(FakeLoader):
+    def __init__(self) -> None:
+        super().__init__(STARTED)
+
+    def uptime_s(self) -> float:
+        return 3.25
+
+    def has_started(self) -> bool:
+        return STARTED in self.log
+
+
+class StartingLoaders(RestartLoaders):
+    def __init__(self, running: bool) -> None:
+        super().__init__(running)
+        self.current = StartingLoader()
+        self.kills = 0
+
+    def kill(self) -> int:
+        self.kills += 1
+        self.running = False
+        return 4242
+
+
+def test_a_start_up_kill_says_where_it_landed_and_skips_a_loader_that_is_down() -> None:
+    from harness.scenarios.faults import FaultSkipped
+    from harness.scenarios.faults.loader import KillLoader
+
+    run = FakeRun()
+    run.loaders = StartingLoaders(running=True)  # type: ignore[assignment]
+    kill = KillLoader(KillLoaderParams(at="start", max_delay_s=0.05), run.rng)
+    assert kill.unpaced and not KillLoader(KillLoaderParams(at="now"), run.rng).unpaced
+    data = kill.inject(run)
+    assert data == {"at": "start", "pid": 4242, "uptime_s": 3.25, "had_started": True}
+    assert run.loaders.kills == 1
+    try:
+        kill.inject(run)  # the loader is down: nothing to kill
+    except FaultSkipped:
+        pass
+    else:
+        raise AssertionError("a start-up kill of a stopped loader must be skipped")

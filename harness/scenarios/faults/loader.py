@@ -1,4 +1,5 @@
-"""Loader faults: kill -9 (now, at the start of a commit, right after a commit), and the zombie.
+"""Loader faults: kill -9 (now, during start-up, at the start of a commit, right after a
+commit), and the zombie.
 
 Timed kills from outside hit the dangerous windows only by luck; two of these faults use the
 loader's own hooks (``loader.faultpoints``) to be there for sure: a kill ``after_commit`` is
@@ -35,9 +36,11 @@ class KillLoaderParams:
     """Parameters of ``kill_loader``.
 
     Attributes:
-        at: ``now``; ``commit`` (the moment a commit starts, plus up to ``max_delay_s``);
-            ``after_commit`` (the loader's hook: right after its next commit, before Spark's
-            checkpoint).
+        at: ``now``; ``start`` (during the loader's start-up: after a random delay of up to
+            ``max_delay_s``, and never held back by a long run's pacing, which waits for a
+            commit before other loader faults); ``commit`` (the moment a commit starts, plus
+            up to ``max_delay_s``); ``after_commit`` (the loader's hook: right after its next
+            commit, before Spark's checkpoint).
         commit_timeout_s: How long to wait for a commit before killing anyway (for
             ``after_commit``: for the armed loader to start, commit and kill itself).
         max_delay_s: Random delay after the commit was seen.
@@ -45,7 +48,7 @@ class KillLoaderParams:
             launching it (``launch``: the next fault may find it still starting).
     """
 
-    at: Literal["now", "commit", "after_commit"] = "now"
+    at: Literal["now", "start", "commit", "after_commit"] = "now"
     commit_timeout_s: float = 120.0
     max_delay_s: float = 0.0
     restart: Literal["wait", "launch"] = "wait"
@@ -64,6 +67,11 @@ class KillLoader:
         self.rng = rng
         self._snapshot: int | None = None
 
+    @property
+    def unpaced(self) -> bool:
+        """A kill ``at = start`` comes at once: a long run's pacing waits for no commit."""
+        return self.params.at == "start"
+
     def prepare(self, run: Any) -> None:
         """Arm the next start of the loader for this fault (``after_commit`` only)."""
         if self.params.at == "after_commit":
@@ -73,9 +81,21 @@ class KillLoader:
         p = self.params
         if p.at == "after_commit":
             return self._after_commit(run)
+        if p.at == "start":
+            return self._during_start(run)
         self._snapshot = wait_for_commit(run, p.at, p.commit_timeout_s, p.max_delay_s, self.rng)
         pid = run.loaders.kill()
         return {"at": p.at, "pid": pid, "committing_snapshot": self._snapshot}
+
+    def _during_start(self, run: Any) -> Mapping[str, Any]:
+        loaders = run.loaders
+        if not loaders.is_running():
+            raise FaultSkipped("the loader is not running")
+        time.sleep(self.rng.uniform(0.0, self.params.max_delay_s))
+        current = loaders.current
+        uptime, started = current.uptime_s(), current.has_started()
+        pid = loaders.kill()
+        return {"at": "start", "pid": pid, "uptime_s": round(uptime, 2), "had_started": started}
 
     def _after_commit(self, run: Any) -> Mapping[str, Any]:
         loaders = run.loaders
