@@ -50,6 +50,10 @@ def _up(args: argparse.Namespace) -> int:
 
 
 def _down(args: argparse.Namespace) -> int:
+    run_dir = stack_config.load(args.stack_config).run_dir
+    if not run_dir.exists():  # opening the stack would create it, credentials and all
+        say(f"no stack to stop: {run_dir} does not exist")
+        return 0
     open_stack(args).down()
     return 0
 

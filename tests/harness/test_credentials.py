@@ -5,6 +5,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
+import pytest
+
 from harness.stack.credentials import load_or_create
 from loader.secret import Secret
 
@@ -29,3 +31,14 @@ def test_secret_never_shows_its_value() -> None:
     assert "hunter2" not in str(secret)
     assert "hunter2" not in f"{secret} {secret!r}"
     assert secret.reveal() == "hunter2-very-secret"
+
+
+def test_down_without_a_run_directory_creates_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.cli.main import main
+
+    missing = tmp_path / "never-up"
+    monkeypatch.setenv("ICEFLOE_RUN_DIR", str(missing))
+    assert main(["down"]) == 0
+    assert not missing.exists()
