@@ -1,9 +1,9 @@
 """The loader on a backlog: sustained rows/s in local mode and on a two-worker Spark cluster.
 
-Local mode runs the loader as `icefloe loader start` does (`harness.loader_process`: ``python -m
+Local mode runs the loader as `icefloe loader start` does (`harness.loaders.process`: ``python -m
 loader run --config FILE``, Spark ``local[2]`` in its JVM). Cluster mode submits the same loader
 with spark-submit to a standalone master with two workers of one core each
-(`harness.spark_cluster`), the way `tests/loader/test_cluster_integration.py` does. Both are timed
+(`harness.loaders.cluster`), the way `tests/loader/test_cluster_integration.py` does. Both are timed
 from the process start (the loader's Python, or spark-submit) to every row visible in Trino,
 and from the first visible row to the last.
 """
@@ -19,16 +19,16 @@ from typing import Any
 
 from harness.bench.report import LOADER, Throughput
 from harness.bench.workload import Visibility, watch_until_visible
-from harness.loader_config import secret_key_file, stack_loader_config
-from harness.loader_process import LoaderProcess, LoaderSettings
-from harness.scenarios.history import History
-from harness.spark_cluster import (
+from harness.loaders.cluster import (
     Daemon,
     python_children,
     spark_env,
     standalone_cluster,
     submit_argv,
 )
+from harness.loaders.config import secret_key_file, stack_loader_config
+from harness.loaders.process import LoaderProcess, LoaderSettings
+from harness.scenarios.history import History
 from loader.secret import Secret
 
 TIMEOUT_S = 3600

@@ -2,7 +2,7 @@
 
 The flags, the configuration file and the environment are the loader's (`loader.cli`); the
 harness adds what it knows, wherever the configuration names nothing: the local stack's broker,
-catalog, object store and generated credentials (`harness.loader_config.StackDefaults`), and the
+catalog, object store and generated credentials (`harness.loaders.config.StackDefaults`), and the
 Spark jars and Java home `icefloe provision` fetched. So on the local stack
 
     icefloe load --table lake.demo.events --kafka-topics events
@@ -34,7 +34,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Run the loader with the stack's endpoints and the provisioned Spark runtime filled in."""
     from harness.cli.stack import open_stack
-    from harness.loader_config import StackDefaults, with_provisioned_spark
+    from harness.loaders.config import StackDefaults, with_provisioned_spark
 
     stack = open_stack(args)
     cache = stack.config.cache_dir

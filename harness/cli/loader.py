@@ -39,8 +39,8 @@ def _stack(args: argparse.Namespace) -> Any:
 
 
 def _start(args: argparse.Namespace) -> int:
-    from harness.background_loader import free_port, open_loader, saved_settings
-    from harness.loader_process import LoaderSettings
+    from harness.loaders.background import free_port, open_loader, saved_settings
+    from harness.loaders.process import LoaderSettings
 
     stack = _stack(args)
     settings: LoaderSettings | None = None
@@ -79,7 +79,7 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _control(args: argparse.Namespace) -> int:
-    from harness.background_loader import open_loader
+    from harness.loaders.background import open_loader
 
     loader = open_loader(_stack(args), args.name)
     pid = loader.process.pid
@@ -98,7 +98,7 @@ def _control(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from harness.background_loader import names, open_loader
+    from harness.loaders.background import names, open_loader
 
     stack = _stack(args)
     rows = []
@@ -115,7 +115,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _metrics(args: argparse.Namespace) -> int:
-    from harness.background_loader import open_loader, scrape_metrics
+    from harness.loaders.background import open_loader, scrape_metrics
 
     loader = open_loader(_stack(args), args.name)
     port = int(loader.settings.extra.get("metrics_port") or 0)
@@ -133,7 +133,7 @@ def _metrics(args: argparse.Namespace) -> int:
 
 
 def _logs(args: argparse.Namespace) -> int:
-    from harness.background_loader import open_loader
+    from harness.loaders.background import open_loader
 
     print(open_loader(_stack(args), args.name).log_tail(args.lines))
     return 0
@@ -141,7 +141,7 @@ def _logs(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``loader`` and its sub-commands on the entry point's sub-parsers."""
-    from harness.background_loader import DEFAULT_NAME
+    from harness.loaders.background import DEFAULT_NAME
 
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "loader",

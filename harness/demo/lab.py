@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from harness import maintenance, verify
-from harness.background_loader import free_port, scrape_metrics
-from harness.loader_process import LoaderProcess, LoaderSettings
+from harness.loaders.background import free_port, scrape_metrics
+from harness.loaders.process import LoaderProcess, LoaderSettings
 from harness.scenarios.history import History
 from harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
 from loader.deadletter import DEAD_LETTER_MAX_BYTES

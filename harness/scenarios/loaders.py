@@ -1,7 +1,7 @@
 """The run's loaders: the one that loads now, its successors, and those it replaced.
 
 A run has one current loader (a supervised ``python -m loader`` process, see
-``harness.loader_process``). It is started, stopped and killed through :class:`LoaderControl`;
+``harness.loaders.process``). It is started, stopped and killed through :class:`LoaderControl`;
 a zombie-writer fault starts a *successor* (another loader id, its own checkpoint), which
 becomes the current loader, and keeps the frozen one aside until it is thawed and steps down.
 The scenario's ``[loader]`` table is :class:`LoaderOptions`, checked when the file is read.
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.loader_process import LoaderProcess, LoaderSettings
+from harness.loaders.process import LoaderProcess, LoaderSettings
 from harness.scenarios.history import History
 from harness.scenarios.world import Names
 from loader.faultpoints import PAUSE_POINTS

@@ -99,7 +99,7 @@ class Workbench:
         return lease_from_properties(table.properties)
 
     def loader_dir(self, name: str) -> Path:
-        from harness.background_loader import loaders_dir
+        from harness.loaders.background import loaders_dir
 
         return loaders_dir(self.stack) / name
 
@@ -327,7 +327,7 @@ def check_maintenance(bench: Workbench) -> list[Finding]:
 
 def check_scale(bench: Workbench) -> list[Finding]:
     """Module 7: the topic grown to 6 partitions, their rows loaded, the loader caught up."""
-    from harness.loader_config import stack_loader_config
+    from harness.loaders.config import stack_loader_config
     from loader.status import read_status
 
     partitions = topics.partition_count(bench.stack.bootstrap_servers, TOPIC) or 0

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import verify
-from harness.background_loader import loaders_dir, names, open_loader
+from harness.loaders.background import loaders_dir, names, open_loader
 from harness.workshop import DEAD_LETTER_TOPIC, TABLE, TOPIC
 from publisher import topics
 from publisher.producer import DEFAULT_LEDGER_DIR

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from types import SimpleNamespace
 
-from harness.background_loader import open_loader, saved_settings
-from harness.loader_process import LoaderSettings
+from harness.loaders.background import open_loader, saved_settings
+from harness.loaders.process import LoaderSettings
 
 
 def test_history_is_kept_across_commands(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from harness.cli.main import build_parser
-from harness.loader_config import StackDefaults
+from harness.loaders.config import StackDefaults
 from loader.secret import Secret
 
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.loader_process import LoaderProcess, LoaderSettings
+from harness.loaders.process import LoaderProcess, LoaderSettings
 from harness.provision import jdk, versions
 from harness.provision.layout import Layout
 from harness.scenarios import report

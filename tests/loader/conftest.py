@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness.loader_config import stack_loader_config
+from harness.loaders.config import stack_loader_config
 from loader.config import LoaderConfig
 from loader.secret import Secret
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from harness.spark_cluster import (
+from harness.loaders.cluster import (
     Cluster,
     Daemon,
     master_state,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.loader_config import stack_loader_config
+from harness.loaders.config import stack_loader_config
 from harness.scenarios.history import History
 from harness.stack.process import ManagedProcess
 from loader.cli import EXIT_NOT_OWNER

@@ -1,6 +1,6 @@
 """Loaders of the local stack that run in the background, by name, across commands.
 
-`icefloe loader start` starts a loader (the supervised process of `harness.loader_process`)
+`icefloe loader start` starts a loader (the supervised process of `harness.loaders.process`)
 and returns once its query runs; later commands stop it, kill -9 it, freeze and thaw it, or
 read its log, by name. Each one keeps its settings, configuration, checkpoint, pid and log in
 `<run directory>/loaders/<name>/`, so a restart reuses the settings it was started with. The
@@ -15,7 +15,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from harness.loader_process import LoaderProcess, LoaderSettings
+from harness.loaders.process import LoaderProcess, LoaderSettings
 from harness.scenarios.history import History
 
 DEFAULT_NAME = "loader"
