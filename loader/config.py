@@ -276,6 +276,12 @@ class SparkConfig:
     java_home: str | None = setting(
         None, help="the Java home Spark's JVM runs on (Java 17 or 21); unset keeps $JAVA_HOME"
     )
+    local_dir: str | None = setting(
+        None,
+        help="Spark's scratch folder (spark.local.dir) and its JVM's temp folder, made if "
+        "missing, no spaces; unset: the system's temp folder. A loader killed with kill -9 "
+        "leaves its scratch files there",
+    )
 
     log_level: str = setting(
         "ERROR",
@@ -286,6 +292,11 @@ class SparkConfig:
 
     def __post_init__(self) -> None:
         _check(self.shuffle_partitions > 0, "shuffle_partitions", "must be positive")
+        _check(
+            not self.local_dir or not any(c.isspace() for c in self.local_dir),
+            "local_dir",
+            "must not contain spaces (it is passed to the JVM as -Djava.io.tmpdir)",
+        )
         _check(
             self.log_level.upper() in SPARK_LOG_LEVELS,
             "log_level",

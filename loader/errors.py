@@ -119,6 +119,10 @@ class SchemaMismatch(LoaderError):
     """The table schema (or the loader's configuration against it) cannot be loaded."""
 
 
+class KafkaUnavailable(LoaderError):
+    """Kafka's metadata (the subscribed topics and their partitions) could not be read."""
+
+
 class InvalidOffsets(LoaderError, ValueError):
     """The offsets recorded in a snapshot summary are not in the expected shape."""
 

@@ -58,6 +58,9 @@ __all__ = ["LoaderJob", "default_checkpoint"]
 
 log = logging.getLogger("icefloe.loader")
 
+KAFKA_START_WAIT_S = 60.0
+"""How long a starting loader waits for Kafka to answer (a broker restarting) before it stops."""
+
 
 class _NoDomainErrorTraces(logging.Filter):
     """Drop py4j's stack trace of a ``foreachBatch`` call that raised a domain error.
@@ -155,7 +158,8 @@ class LoaderJob:
         if cfg.exactly_once and not committed.history_truncated:
             self._delete_checkpoint()
             if committed.found:
-                starting = starting_offsets_json(self._kafka.partitions(), committed.offsets)
+                partitions = self._kafka.partitions(wait_s=KAFKA_START_WAIT_S)
+                starting = starting_offsets_json(partitions, committed.offsets)
                 options["startingOffsets"] = json.dumps(starting)
         elif cfg.exactly_once:
             log.warning(

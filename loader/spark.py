@@ -115,6 +115,24 @@ def _log_options(level: str) -> str:
     )
 
 
+def _scratch_options(log_level: str, local_dir: str | None) -> dict[str, str]:
+    """The driver JVM's options (its log level) and ``[spark] local_dir`` as Spark's scratch
+    folder and the JVM's temp folder.
+
+    Spark's block manager, ``userFiles`` and PySpark folders go to ``spark.local.dir``; the
+    JVM's own temp files (native libraries unpacked by lz4 and snappy, Spark's artifact
+    folder, Iceberg's S3 upload staging) go to ``java.io.tmpdir``. A loader killed with kill -9
+    removes none of them, so both point into the one folder.
+    """
+    java = _log_options(log_level)
+    if not local_dir:
+        return {"spark.driver.extraJavaOptions": java}
+    return {
+        "spark.driver.extraJavaOptions": f"{java} -Djava.io.tmpdir={local_dir}",
+        "spark.local.dir": local_dir,
+    }
+
+
 def _jar_options(master: str, jars: tuple[str, ...]) -> dict[str, str]:
     """How the configured jars reach Spark: the driver's class path in local mode, else spark.jars.
 
@@ -152,8 +170,8 @@ def _builder_options(config: LoaderConfig) -> dict[str, str]:
                 "spark.driver.memory": config.spark.driver_memory,
                 "spark.driver.bindAddress": "127.0.0.1",
                 "spark.driver.host": "127.0.0.1",
-                "spark.driver.extraJavaOptions": _log_options(config.spark.log_level),
                 **_jar_options(config.spark.master, config.spark.jars),
+                **_scratch_options(config.spark.log_level, config.spark.local_dir),
             }
         )
     opts.update(catalog_options(config, secrets=False))
@@ -177,6 +195,8 @@ def session(config: LoaderConfig, extra: Mapping[str, str] | None = None) -> Spa
     if not under_spark_submit():
         if config.spark.java_home:
             os.environ["JAVA_HOME"] = config.spark.java_home
+        if config.spark.local_dir:  # the JVM's temp folder must exist before it starts
+            Path(config.spark.local_dir).mkdir(parents=True, exist_ok=True)
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         # Executors run the loader's Python: the same interpreter as the driver.
         os.environ.setdefault("PYSPARK_PYTHON", _python())

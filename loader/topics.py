@@ -7,13 +7,18 @@ to compute consumer lag for metrics and ``icefloe load status``.
 
 from __future__ import annotations
 
+import logging
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from loader.config import KafkaConfig
+from loader.errors import KafkaUnavailable
 
 __all__ = ["EARLIEST", "KafkaMetadata", "starting_offsets_json"]
+
+log = logging.getLogger("icefloe.loader")
 
 EARLIEST = -2
 """Spark's code for "earliest" in a ``startingOffsets`` JSON."""
@@ -38,13 +43,20 @@ class KafkaMetadata:
         }
         self._consumer = Consumer(conf)
 
-    def partitions(self) -> dict[str, list[int]]:
+    def partitions(self, wait_s: float = 0.0) -> dict[str, list[int]]:
         """Topic -> partitions, for the configured topics or pattern.
+
+        Args:
+            wait_s: keep asking for this long while no broker answers (a loader starting
+                while Kafka restarts); 0 asks once.
 
         Returns:
             Only topics that exist; partitions sorted.
+
+        Raises:
+            KafkaUnavailable: no broker answered within ``timeout_s`` (or ``wait_s``).
         """
-        meta = self._consumer.list_topics(timeout=self.timeout_s)
+        meta = self._list_topics(wait_s)
         if self.kafka.topics:
             names = [t for t in self.kafka.topics if t in meta.topics]
         else:
@@ -52,6 +64,21 @@ class KafkaMetadata:
             pattern = re.compile(self.kafka.pattern)
             names = sorted(t for t in meta.topics if pattern.fullmatch(t))
         return {t: sorted(meta.topics[t].partitions) for t in names}
+
+    def _list_topics(self, wait_s: float) -> Any:
+        from confluent_kafka import KafkaException
+
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                return self._consumer.list_topics(timeout=self.timeout_s)
+            except KafkaException as exc:
+                if time.monotonic() >= deadline:
+                    raise KafkaUnavailable(
+                        f"cannot read the topics of Kafka at {self.kafka.bootstrap} "
+                        f"(waited {max(wait_s, self.timeout_s):.0f} s): {exc.args[0]}"
+                    ) from exc
+                log.warning("Kafka at %s does not answer yet: %s", self.kafka.bootstrap, exc)
 
     def high_watermarks(self) -> dict[tuple[str, int], int]:
         """(topic, partition) -> high watermark (the next offset to be written)."""

@@ -24,7 +24,7 @@ from harness.loaders.config import stack_loader_config
 from harness.scenarios.history import History
 from harness.stack.process import ManagedProcess
 from loader.cli import EXIT_NOT_OWNER
-from loader.config import LoaderConfig, env_var
+from loader.config import LoaderConfig, SparkConfig, env_var
 from loader.faultpoints import (
     KILL_AFTER_COMMIT_ENV,
     PAUSE_AFTER_COMMITS_ENV,
@@ -99,6 +99,10 @@ def loader_config(settings: LoaderSettings, stack: Any, checkpoint: Path) -> Loa
         loader.errors.ConfigError: A scenario setting the loader refuses.
     """
     transform = from_mapping(Transform, settings.transform, "the scenario's [loader.transform]")
+    extra = dict(settings.extra)
+    # Spark's scratch folder beside the checkpoint: a loader killed with kill -9 leaves its
+    # spark-* folder there, removed with the run's folder, not in the system's temp folder.
+    extra.setdefault("spark", SparkConfig(local_dir=str(checkpoint.parent / "spark-local")))
     return stack_loader_config(
         stack,
         settings.table,
@@ -112,7 +116,7 @@ def loader_config(settings: LoaderSettings, stack: Any, checkpoint: Path) -> Loa
         exactly_once=settings.exactly_once,
         fencing=settings.fencing,
         transform=transform,
-        **settings.extra,
+        **extra,
     )
 
 

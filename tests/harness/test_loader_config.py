@@ -7,6 +7,8 @@ import stat
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from harness.cli.main import build_parser
 from harness.loaders.config import StackDefaults
 from loader.secret import Secret
@@ -47,3 +49,21 @@ def test_maintain_reads_durations_and_keeps_zero() -> None:
     assert args.older_than == dt.timedelta(days=30) and not args.exact
     default = build_parser().parse_args(["maintain", "remove-orphans", "lake.s.t"])
     assert default.older_than is None  # the operation's own default (7 d) applies
+
+
+def test_a_supervised_loader_keeps_sparks_scratch_beside_its_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loader the harness kills with kill -9 leaves its spark-* folder in the run's folder."""
+    from harness.loaders import config, process
+    from loader.config import SparkConfig
+
+    # No provisioned jars or JDK needed: the settings pass through as given.
+    monkeypatch.setattr(config, "provisioned_spark", lambda cache, spark: spark or SparkConfig())
+    stack = _stack(tmp_path)
+    stack.config.cache_dir = tmp_path / "cache"
+    settings = process.LoaderSettings("l1", "lake.s.t", ("t",))
+    cfg = process.loader_config(settings, stack, tmp_path / "loader" / "checkpoint")
+    assert cfg.spark.local_dir == str(tmp_path / "loader" / "spark-local")
+    own = process.LoaderSettings("l1", "lake.s.t", ("t",), extra={"spark": SparkConfig()})
+    assert process.loader_config(own, stack, tmp_path / "c").spark.local_dir is None

@@ -346,6 +346,25 @@ def test_in_local_mode_the_jars_go_on_the_class_path_not_through_spark_jars(
     assert "spark.driver.extraClassPath" not in cluster
 
 
+def test_spark_local_dir_is_set_only_when_configured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from loader import spark
+
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    plain = spark._builder_options(load(tmp_path))
+    assert "spark.local.dir" not in plain
+    assert "java.io.tmpdir" not in plain["spark.driver.extraJavaOptions"]
+    scratch = {"ICEFLOE_LOADER_SPARK_LOCAL_DIR": "/scratch/icefloe"}
+    options = spark._builder_options(load(tmp_path, env=scratch))
+    assert options["spark.local.dir"] == "/scratch/icefloe"
+    java = options["spark.driver.extraJavaOptions"].split()
+    assert "-Djava.io.tmpdir=/scratch/icefloe" in java
+    assert any(o.startswith("-Dlog4j2.configurationFile=") for o in java)
+    with pytest.raises(ConfigError, match="local_dir"):
+        load(tmp_path, env={"ICEFLOE_LOADER_SPARK_LOCAL_DIR": "/my scratch"})
+
+
 # --- one model: names derived from fields, help for every flag, TOML written back ---------
 
 # Every key the loader has ever read; users' files and environments keep working.
@@ -383,6 +402,7 @@ KNOWN_KEYS = [
     "spark.shuffle_partitions",
     "spark.jars",
     "spark.log_level",
+    "spark.local_dir",
     "catalog.uri",
     "catalog.warehouse",
     "catalog.s3_endpoint",
