@@ -109,16 +109,17 @@ class Profile:
 _CI_LOADER_KINDS = ("kill_now", "kill_now", "kill_now", "kill_now", "kill_commit", "zombie_now")
 # The soak paces its loader lane by commits (harness.scenarios.pacing): a loader fault that waits
 # for a commit costs a restart and a first batch (30-85 s with the cheap lanes running: a paused
-# catalog holds a start), so most of the lane's kills land during a start-up instead (unpaced:
-# before the take-over, in the warm-up, in the first batch), and about a fifth of its faults
-# are zombies frozen at work.
+# catalog holds a start), so most of the lane's faults land during a start-up instead (unpaced:
+# before the take-over, in the warm-up, in the first batch); the rest, a kill of each kind and
+# zombies frozen at work, wait for a commit.
 _SOAK_LOADER_KINDS = (
-    *("kill_start",) * 12,
+    *("kill_start",) * 24,
     "kill_now",
     "kill_commit",
     "kill_after_commit",
+    "zombie_start",
+    "zombie_start",
     "zombie_now",
-    "zombie",
     "zombie",
     "zombie",
 )
@@ -202,7 +203,7 @@ def _loader_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, A
         params = st.builds(
             KillLoaderParams,
             at=st.just("start"),
-            max_delay_s=st.just(15.0),
+            max_delay_s=st.just(20.0),
             restart=st.just("launch"),
         )
         return params.map(lambda p: _event("kill_loader", p))
@@ -223,12 +224,14 @@ def _loader_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, A
             restart=restart,
         )
         return params.map(lambda p: _event("kill_loader", p))
-    points = ["now"] if name == "zombie_now" else ["planned", "write", "publish", "now"]
+    points = {"zombie_now": ["now"], "zombie_start": ["start"]}.get(
+        name, ["planned", "write", "publish", "now"]
+    )
     zombie = st.builds(
         ZombieParams,
         freeze=st.sampled_from(points),
         run_s=_choice(profile, [4.0, 2.0, 6.0]),
-        after_commits=st.just(0 if name == "zombie_now" else profile.zombie_after_commits),
+        after_commits=st.just(0 if name != "zombie" else profile.zombie_after_commits),
         freeze_timeout_s=st.just(240.0),
         step_down_s=st.just(120.0),
     )

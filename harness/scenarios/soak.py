@@ -76,6 +76,8 @@ class SoakResult:
         kills_at: Loader kills by where they landed: ``start`` (during a start-up, before
             the loader had started its query), ``start, running`` (a start-up kill that found
             it started), ``now``, ``commit``, ``after_commit``.
+        zombies_at: Zombie pauses by where the loader was frozen, named the same way
+            (``start``, ``start, running``, ``now``, or the hook's point).
         load: 1-minute load averages sampled during the soak.
         failure: What failed, if anything did.
         written: The scenario file a failing chapter was written to.
@@ -94,6 +96,7 @@ class SoakResult:
     pace_timeouts: int = 0
     pace_waits: list[float] = field(default_factory=list)
     kills_at: Counter[str] = field(default_factory=Counter)
+    zombies_at: Counter[str] = field(default_factory=Counter)
     load: list[float] = field(default_factory=list)
     failure: str | None = None
     written: Path | None = None
@@ -174,6 +177,7 @@ class _Soak:
             self.player.play()
         finally:
             timer.cancel()
+            self.player.stop()  # interrupted (Ctrl-C, SIGTERM): the lanes inject nothing more
             run.heal_all()
         if self.monitor.failure or time.monotonic() >= self.deadline:
             self.finish()
@@ -325,12 +329,15 @@ def _tally(result: SoakResult, run: Run) -> None:
     result.pace_timeouts = sum(1 for e in paced if e.phase == "fail")
     result.pace_waits = [float(e.data["waited_s"]) for e in paced]
     kills = [e for e in injected if e.name == "kill_loader.inject"]
-    result.kills_at = Counter(_kill_point(e.data) for e in kills)
+    result.kills_at = Counter(_point(e.data.get("at"), e.data) for e in kills)
+    zombies = [e for e in injected if e.name == "zombie_loader.inject"]
+    result.zombies_at = Counter(
+        _point(e.data.get("freeze_fallback") or e.data.get("freeze"), e.data) for e in zombies
+    )
 
 
-def _kill_point(data: Mapping[str, Any]) -> str:
-    at = str(data.get("at", "now"))
-    return "start, running" if at == "start" and data.get("had_started") else at
+def _point(at: Any, data: Mapping[str, Any] | None = None) -> str:
+    return "start, running" if at == "start" and (data or {}).get("had_started") else str(at)
 
 
 def _write(state: _Soak, result: SoakResult) -> Path:

@@ -8,6 +8,7 @@ as scenario files; the soak's own checks are in its history as ``check`` events)
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from pathlib import Path
 
 from harness.scenarios.history import History
@@ -36,8 +37,8 @@ def summary(result: SoakResult) -> list[str]:
         f"load average (1 min): {min(load):.1f}-{max(load):.1f}, median "
         f"{statistics.median(load):.1f}",
         _pacing(result),
-        "loader kills by where they landed: "
-        + (", ".join(f"{n} {at}" for at, n in sorted(result.kills_at.items())) or "none"),
+        f"loader kills by where they landed: {_points(result.kills_at)}; "
+        f"zombies by where they froze: {_points(result.zombies_at)}",
     ]
     if result.failure:
         lines.append(f"failure: {result.failure}")
@@ -45,6 +46,10 @@ def summary(result: SoakResult) -> list[str]:
         lines.append(f"failing chapter written to {result.written}")
     lines += [f"  {kind:<22} {n:5d}" for kind, n in result.faults.most_common()]
     return lines
+
+
+def _points(counts: Counter[str]) -> str:
+    return ", ".join(f"{n} {at}" for at, n in sorted(counts.items())) or "none"
 
 
 def _pacing(result: SoakResult) -> str:

@@ -233,9 +233,10 @@ def test_soak_chapters_hold_kills_at_start_up_and_at_work_and_zombies(schedule: 
     counts = schedule.counts()
     lanes = schedule.lanes()
     assert 30 <= len(lanes["loader"]) <= 36 and counts["kill_loader"] >= 10
-    assert counts["zombie_loader"] >= 2
     ats = [e.params.at for e in lanes["loader"] if e.kind == "kill_loader"]
-    assert "start" in ats and {"now", "commit", "after_commit"} & set(ats)
+    assert "start" in ats and set(ats) <= {"start", "now", "commit", "after_commit"}
+    freezes = {e.params.freeze for e in lanes["loader"] if e.kind == "zombie_loader"}
+    assert freezes <= {"start", "now", "planned", "write", "publish"}
     starts = [e.params for e in lanes["loader"] if e.params.__class__ is KillLoaderParams]
     assert all(p.restart == "launch" and p.max_delay_s > 0 for p in starts if p.at == "start")
     hooked = [
@@ -398,3 +399,40 @@ def test_a_start_up_kill_says_where_it_landed_and_skips_a_loader_that_is_down() 
         pass
     else:
         raise AssertionError("a start-up kill of a stopped loader must be skipped")
+
+
+class FreezableLoader(StartingLoader):
+    def __init__(self) -> None:
+        super().__init__()
+        self.is_frozen = False
+
+    def freeze(self) -> int:
+        self.is_frozen = True
+        return 4242
+
+
+class ZombieLoaders(StartingLoaders):
+    def __init__(self) -> None:
+        super().__init__(running=True)
+        self.current = FreezableLoader()
+        self.successors = 0
+
+    def start_successor(self, *, wait: bool = True) -> tuple[Any, float]:
+        self.successors += 1
+        self.current = FreezableLoader()
+        return self.current, 0.0
+
+
+def test_a_zombie_frozen_during_start_up_comes_unpaced_and_says_where_it_froze() -> None:
+    from types import SimpleNamespace
+
+    run = FakeRun()
+    run.loaders = ZombieLoaders()  # type: ignore[assignment]
+    run.names = SimpleNamespace(table="lake.s.t")  # type: ignore[attr-defined]
+    run.client = SimpleNamespace(lease_expires_ms=lambda table: None)  # type: ignore[attr-defined]
+    zombie = ZombieLoader(ZombieParams(freeze="start", delay_s=0.05), run.rng)
+    assert zombie.unpaced and not ZombieLoader(ZombieParams(freeze="now"), run.rng).unpaced
+    frozen = run.loaders.current
+    data = zombie.inject(run)
+    assert frozen.is_frozen and run.loaders.successors == 1
+    assert data["freeze"] == "start" and data["uptime_s"] == 3.25 and data["had_started"]

@@ -24,9 +24,13 @@ def test_loader_kills_are_counted_by_where_they_landed() -> None:
     _kill(history, at="start", pid=3, uptime_s=2.0, had_started=False)
     _kill(history, at="after_commit", self_killed=True, pid=None)
     _kill(history, at="now", pid=4, committing_snapshot=None)
+    history.record("fault", "ok", "zombie_loader.inject", freeze="start", had_started=False)
+    history.record("fault", "ok", "zombie_loader.inject", freeze="write", freeze_fallback="now")
     result = SoakResult(Path("run"), 1.0)
     _tally(result, SimpleNamespace(history=history))  # type: ignore[arg-type]
     assert result.faults["kill_loader"] == 5
     assert result.kills_at == {"start": 2, "start, running": 1, "after_commit": 1, "now": 1}
+    assert result.zombies_at == {"start": 1, "now": 1}
     line = next(x for x in summary(result) if x.startswith("loader kills by"))
-    assert line.endswith("1 after_commit, 1 now, 2 start, 1 start, running")
+    assert "landed: 1 after_commit, 1 now, 2 start, 1 start, running;" in line
+    assert line.endswith("froze: 1 now, 1 start")

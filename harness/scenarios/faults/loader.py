@@ -122,7 +122,9 @@ class ZombieParams:
     """Parameters of ``zombie_loader``.
 
     Attributes:
-        freeze: ``now`` (SIGSTOP from outside, wherever it is); ``planned``, ``write`` or
+        freeze: ``now`` (SIGSTOP from outside, wherever it is); ``start`` (SIGSTOP from
+            outside during the start-up the previous fault launched, after a random delay of
+            up to ``delay_s``; never held back by a long run's pacing); ``planned``, ``write`` or
             ``publish`` (the loader's pause hook at that point of its next batch); ``hook``
             (the pause point the scenario's ``[loader]`` gives its first start).
         run_s: How long the successor loads before the frozen loader is thawed.
@@ -132,15 +134,17 @@ class ZombieParams:
         freeze_timeout_s: How long to wait for the hook to freeze the loader.
         step_down_s: How long the thawed loader may take to step down before it is killed.
         restart: Start the successor and wait for it (``wait``) or only launch it.
+        delay_s: For ``start``: the longest random delay before the freeze.
     """
 
-    freeze: Literal["now", "hook", "planned", "write", "publish"] = "hook"
+    freeze: Literal["now", "start", "hook", "planned", "write", "publish"] = "hook"
     run_s: float = 5.0
     grace_s: float = 1.5
     after_commits: int = 0
     freeze_timeout_s: float = 180.0
     step_down_s: float = 180.0
     restart: Literal["wait", "launch"] = "wait"
+    delay_s: float = 15.0
 
     def __post_init__(self) -> None:
         if self.after_commits < 0:
@@ -161,7 +165,13 @@ class ZombieLoader:
 
     def __init__(self, params: ZombieParams, rng: random.Random) -> None:
         self.params = params
+        self.rng = rng
         self._zombie: Any = None
+
+    @property
+    def unpaced(self) -> bool:
+        """A zombie frozen ``start`` comes at once: a long run's pacing waits for no commit."""
+        return self.params.freeze == "start"
 
     def prepare(self, run: Any) -> None:
         """Arm the next start of the loader with the pause hook (a named point only)."""
@@ -178,11 +188,18 @@ class ZombieLoader:
     def inject(self, run: Any) -> Mapping[str, Any]:
         p = self.params
         loaders = run.loaders
-        fallback = None
-        if p.freeze == "now":
+        fallback, frozen_at = None, {}
+        if p.freeze in ("now", "start"):
+            if p.freeze == "start":
+                time.sleep(self.rng.uniform(0.0, p.delay_s))
             if not loaders.is_running():
                 raise FaultSkipped("the loader is not running")
-            loaders.current.freeze()
+            current = loaders.current
+            frozen_at = {
+                "uptime_s": round(current.uptime_s(), 2),
+                "had_started": current.has_started(),
+            }
+            current.freeze()
         else:
             if not self._armed(run):
                 loaders.kill()
@@ -199,6 +216,7 @@ class ZombieLoader:
             "freeze_fallback": fallback,
             "lease_expired_ms": expires,
             "successor_start_s": round(took, 2),
+            **frozen_at,
         }
 
     def _await_frozen(self, loader: Any) -> str | None:
