@@ -436,3 +436,28 @@ def test_a_zombie_frozen_during_start_up_comes_unpaced_and_says_where_it_froze()
     data = zombie.inject(run)
     assert frozen.is_frozen and run.loaders.successors == 1
     assert data["freeze"] == "start" and data["uptime_s"] == 3.25 and data["had_started"]
+
+
+class RestartedLoader:
+    """The armed start died and its supervisor started it again, without the hook."""
+
+    def __init__(self) -> None:
+        self.hooks: dict[str, str] = {}
+        self.froze_from_outside = False
+
+    def frozen(self) -> bool:
+        return False
+
+    def is_running(self) -> bool:
+        return True
+
+    def freeze(self) -> None:
+        self.froze_from_outside = True
+
+
+def test_a_zombie_whose_armed_start_died_is_frozen_from_outside_at_once() -> None:
+    zombie = ZombieLoader(ZombieParams(freeze="write", freeze_timeout_s=30.0), random.Random(1))
+    loader = RestartedLoader()
+    began = time.monotonic()
+    assert zombie._await_frozen(loader) == "now"
+    assert loader.froze_from_outside and time.monotonic() - began < 5.0

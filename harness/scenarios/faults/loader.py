@@ -224,6 +224,8 @@ class ZombieLoader:
         while time.monotonic() < deadline:
             if loader.frozen():
                 return None
+            if PAUSE_AT_ENV not in loader.hooks and loader.is_running():
+                break  # the armed start died (a catalog kill) and was restarted without it
             time.sleep(0.1)
         if not loader.is_running():
             raise FaultSkipped("the loader is not running")
