@@ -260,13 +260,27 @@ class Run:
         valid = {e.event_id for e in self.ledger_entries() if e.delivered and e.status == "valid"}
         return valid - removed_by_retention(self.history)
 
-    def await_loaded(self, timeout_s: float = 180.0, settle_s: float | None = None) -> int:
+    def await_loaded(
+        self,
+        timeout_s: float = 180.0,
+        settle_s: float | None = None,
+        *,
+        progress_s: float | None = None,
+    ) -> int:
         """Wait for the publishers, then until every expected id is visible; return how many
-        are still missing (0: all there)."""
+        are still missing (0: all there).
+
+        Args:
+            timeout_s: The longest wait.
+            settle_s: A last pause after it (default: two trigger intervals).
+            progress_s: Wait past ``timeout_s`` while more ids became visible within this
+                many seconds (a long backlog loading), not while the table stands still.
+        """
         self.traffic.wait()
         expected = self.expected_ids()
         deadline = time.monotonic() + timeout_s
         seen: set[str] = set()
+        most = 0
         while time.monotonic() < deadline:
             try:
                 seen = self.visible_ids()
@@ -274,6 +288,9 @@ class Run:
                 seen = set()
             if expected <= seen:
                 break
+            if progress_s is not None and len(seen) > most:
+                most = len(seen)
+                deadline = max(deadline, time.monotonic() + progress_s)
             time.sleep(1.0)
         missing = len(expected - seen)
         self.history.record(

@@ -117,10 +117,8 @@ _SOAK_LOADER_KINDS = (
     "kill_now",
     "kill_commit",
     "kill_after_commit",
-    "zombie_start",
-    "zombie_start",
+    *("zombie_start",) * 5,
     "zombie_now",
-    "zombie",
     "zombie",
 )
 _INFRA_KINDS = ("pause_service", "pause_service", "kill_service")
