@@ -59,3 +59,58 @@ def test_other_errors_and_a_race_lost_every_time_are_raised(
     with pytest.raises(RuntimeError, match="sequence number"):
         _optimize(always, monkeypatch)
     assert len(always.statements) == maintenance.CONFLICT_ATTEMPTS
+
+
+class _LostTrino:
+    """Trino killed as it committed a retention DELETE: the DELETE landed (twice: a retry
+    landed too), the client saw every try fail, and the first reads after it fail as well."""
+
+    def __init__(self) -> None:
+        self.down_reads = 2
+        self.records: list[tuple[str, list[str]]] = []
+        self.versions = {10: {"a", "b", "c", "d"}, 11: {"c", "d"}, 12: {"d"}}
+
+    def query_fn(self, name: str, **data: Any) -> Any:
+        def query(statement: str, session: Mapping[str, str] | None) -> list[Any]:
+            raise ConnectionError("Trino restarting")
+
+        return query
+
+    def visible(self, name: str, table: str) -> None:
+        pass
+
+    def sql(self, name: str, statement: str, attempts: int = 1) -> list[Any]:
+        if self.down_reads:
+            self.down_reads -= 1
+            raise ConnectionError("Trino restarting")
+        if name == "retention_snapshot":
+            return [(11, 10), (12, 11)]
+        version = int(statement.split("FOR VERSION AS OF ")[1].split()[0])
+        return [(i,) for i in sorted(self.versions[version])]
+
+    def record_read(self, name: str, values: list[str], **data: Any) -> None:
+        self.records.append((name, values))
+
+
+def test_a_retention_delete_that_landed_while_trino_was_lost_still_says_what_it_removed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import random
+    from types import SimpleNamespace
+
+    from harness.scenarios.faults import maintenance as faults
+    from harness.scenarios.history import History
+
+    monkeypatch.setattr(faults.time, "sleep", lambda s: None)
+    client = _LostTrino()
+    run = SimpleNamespace(
+        client=client,
+        names=SimpleNamespace(table=TABLE),
+        workload=SimpleNamespace(anchor="2025-01-01T00:00:00+00:00"),
+        history=History(),
+    )
+    delete = faults.RetentionDelete(faults.RetentionParams(attempts=2), random.Random(1))
+    with pytest.raises(ConnectionError):
+        delete.inject(run)
+    # Both landed DELETEs count: a, b by the first, c by the retry.
+    assert client.records == [("retention_removed", ["a", "b", "c"])]

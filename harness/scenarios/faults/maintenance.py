@@ -164,6 +164,10 @@ class RetentionParams:
     attempts: int = 5
 
 
+RECORD_WAIT_S = 180.0
+"""How long a retention DELETE waits for Trino to say what the DELETE removed."""
+
+
 @fault_kind("retention_delete", "maintenance", RetentionParams)
 class RetentionDelete(_Maintenance):
     """``DELETE ... WHERE timestamp < cutoff`` while the loader writes; records the ids visible
@@ -182,31 +186,57 @@ class RetentionDelete(_Maintenance):
         client.visible("before_delete", table)
         query = client.query_fn("delete", cutoff_micros=micros)
         started = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=1)
-        result = self._retried(
-            run, lambda: maintenance.retention_delete(query, table, cutoff=cutoff)
-        )
-        removed = self._removed(client, table, cutoff, started)
-        client.record_read("retention_removed", sorted(removed), cutoff_micros=micros)
+        try:
+            result = self._retried(
+                run, lambda: maintenance.retention_delete(query, table, cutoff=cutoff)
+            )
+        except Exception:
+            # Its commit may have landed though the client lost Trino (killed at the commit,
+            # still restarting through every retry): record what it removed all the same, or
+            # a checker counts those rows lost.
+            self._record_removed(client, table, cutoff, started, RECORD_WAIT_S)
+            raise
+        removed = self._record_removed(client, table, cutoff, started, RECORD_WAIT_S)
         return {**_footprints(result), "cutoff_micros": micros, "removed": len(removed)}
+
+    def _record_removed(
+        self, client: Any, table: str, cutoff: dt.datetime, started: dt.datetime, wait_s: float
+    ) -> set[str]:
+        """Record ``retention_removed``, waiting up to ``wait_s`` for Trino to answer."""
+        micros = int(cutoff.timestamp() * 1_000_000)
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                removed = self._removed(client, table, cutoff, started)
+                break
+            except Exception:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(2.0)
+        client.record_read("retention_removed", sorted(removed), cutoff_micros=micros)
+        return removed
 
     @staticmethod
     def _removed(client: Any, table: str, cutoff: dt.datetime, started: dt.datetime) -> set[str]:
+        # Every DELETE this fault committed: a try whose commit landed while its client lost
+        # Trino is followed by another try, which commits a second one.
         rows = client.sql(
             "retention_snapshot",
             f"SELECT snapshot_id, parent_id FROM {metadata_table(table, 'snapshots')} "
             "WHERE operation IN ('delete', 'overwrite') "
             f"AND element_at(summary, '{keys.LOADER_ID}') IS NULL "
             f"AND committed_at >= {maintenance.timestamp_literal(started)} "
-            "ORDER BY committed_at DESC LIMIT 1",
+            "ORDER BY committed_at",
             attempts=10,
         )
-        if not rows or rows[0][1] is None:
-            return set()
-        snapshot, parent = rows[0]
         old = f'"timestamp" < {maintenance.timestamp_literal(cutoff)}'
 
         def ids(version: int) -> set[str]:
             statement = f"SELECT event_id FROM {table} FOR VERSION AS OF {version} WHERE {old}"
             return {str(r[0]) for r in client.sql("retention_read", statement, attempts=10)}
 
-        return ids(parent) - ids(snapshot)
+        removed: set[str] = set()
+        for snapshot, parent in rows:
+            if parent is not None:
+                removed |= ids(parent) - ids(snapshot)
+        return removed
