@@ -31,6 +31,11 @@ __all__ = ["KillLoader", "KillLoaderParams", "ZombieLoader", "ZombieParams"]
 _SIGKILL_CODE = -9
 
 
+def _where(loader: Any) -> dict[str, Any]:
+    """Where in its life a loader was hit: seconds since its start, and whether its query ran."""
+    return {"uptime_s": round(loader.uptime_s(), 2), "had_started": loader.has_started()}
+
+
 @dataclass(frozen=True)
 class KillLoaderParams:
     """Parameters of ``kill_loader``.
@@ -92,10 +97,9 @@ class KillLoader:
         if not loaders.is_running():
             raise FaultSkipped("the loader is not running")
         time.sleep(self.rng.uniform(0.0, self.params.max_delay_s))
-        current = loaders.current
-        uptime, started = current.uptime_s(), current.has_started()
+        where = _where(loaders.current)
         pid = loaders.kill()
-        return {"at": "start", "pid": pid, "uptime_s": round(uptime, 2), "had_started": started}
+        return {"at": "start", "pid": pid, **where}
 
     def _after_commit(self, run: Any) -> Mapping[str, Any]:
         loaders = run.loaders
@@ -188,17 +192,15 @@ class ZombieLoader:
     def inject(self, run: Any) -> Mapping[str, Any]:
         p = self.params
         loaders = run.loaders
-        fallback, frozen_at = None, {}
+        fallback: str | None = None
+        frozen_at: dict[str, Any] = {}
         if p.freeze in ("now", "start"):
             if p.freeze == "start":
                 time.sleep(self.rng.uniform(0.0, p.delay_s))
             if not loaders.is_running():
                 raise FaultSkipped("the loader is not running")
             current = loaders.current
-            frozen_at = {
-                "uptime_s": round(current.uptime_s(), 2),
-                "had_started": current.has_started(),
-            }
+            frozen_at = _where(current)
             current.freeze()
         else:
             if not self._armed(run):
