@@ -146,7 +146,7 @@ PROFILES: dict[str, Profile] = {
     "soak": Profile(
         "soak",
         {
-            "loader": Lane((30, 36), (3, 28), _SOAK_LOADER_KINDS),
+            "loader": Lane((30, 36), (2, 14), _SOAK_LOADER_KINDS),
             "infra": Lane((12, 16), (10, 50), (*_INFRA_KINDS, "pause_service")),
             "maintenance": Lane((40, 48), (4, 18), _MAINTENANCE_KINDS),
             "schema": Lane((55, 65), (3, 12), ("schema",)),
