@@ -152,6 +152,9 @@ class LoaderJob:
         log.info("took over %s as loader %s (process %s)", cfg.table, cfg.loader_id, self.instance)
         state = self.view.state()
 
+        # Warm up first: the partitions are read last, as close to the query's start as can be,
+        # since Spark refuses starting offsets that miss a partition added in between.
+        warm_up(self.spark, state.schema, cfg.decode, cfg.jvm_decode)
         self._kafka = KafkaMetadata(cfg.kafka)
         options = cfg.kafka.spark_options()
         committed = state.committed
@@ -169,7 +172,6 @@ class LoaderJob:
                 self.checkpoint,
             )
         self.starting_offsets = options["startingOffsets"]
-        warm_up(self.spark, state.schema, cfg.decode, cfg.jvm_decode)
         log.info("starting %s at %s", cfg.table, self.starting_offsets)
 
         if cfg.dead_letter_topic:
