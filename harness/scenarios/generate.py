@@ -111,13 +111,16 @@ _CI_LOADER_KINDS = ("kill_now", "kill_now", "kill_now", "kill_now", "kill_commit
 # for a commit costs a restart and a first batch (30-85 s with the cheap lanes running: a paused
 # catalog holds a start), so most of the lane's faults land during a start-up instead (unpaced:
 # before the take-over, in the warm-up, in the first batch); the rest, a kill of each kind and
-# zombies frozen at work, wait for a commit.
+# zombies frozen at work, wait for a commit. Weights from the hour's soak of commit ``a57046e``,
+# seconds of lane time per fault: a start-up kill 10.5, a start-up zombie 45-50 (lease expiry,
+# a successor's start, the zombie's thaw and exit), a paced fault 50-70 (its wait for a commit).
+# So an hour holds about 150 loader faults: some 120 kills and 28 zombies.
 _SOAK_LOADER_KINDS = (
-    *("kill_start",) * 24,
+    *("kill_start",) * 40,
     "kill_now",
     "kill_commit",
     "kill_after_commit",
-    *("zombie_start",) * 5,
+    *("zombie_start",) * 8,
     "zombie_now",
     "zombie",
 )
@@ -201,7 +204,7 @@ def _loader_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, A
         params = st.builds(
             KillLoaderParams,
             at=st.just("start"),
-            max_delay_s=st.just(20.0),
+            max_delay_s=st.just(16.0),
             restart=st.just("launch"),
         )
         return params.map(lambda p: _event("kill_loader", p))
