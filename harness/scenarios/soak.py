@@ -323,10 +323,10 @@ def soak(
         state.monitor.stop()
         stop_sampling.set()
         result.unhealed = len(run.heal_all())
+        result.failure = result.failure or state.failure
         # A failing soak keeps its topic and table: the verdict is recomputed from the history,
         # but what the table held can only be read while it is there.
-        run.teardown(keep=bool(state.failure or result.failure))
-    result.failure = result.failure or state.failure
+        run.teardown(keep=bool(result.failure))
     result.chapters, result.checks = state.chapters, state.checks
     result.elapsed_s = time.monotonic() - began
     _tally(result, run)
