@@ -21,7 +21,11 @@ While the query runs the main thread renews the lease when no commit has
 renewed it for half its TTL (a conditional commit: only while this process
 still holds it), refreshes lag and freshness metrics, and watches for
 SIGTERM/SIGINT: a stop request lets the batch in progress finish (bounded by
-``stop_timeout_s``), then stops the query and releases the lease.  A process
+``stop_timeout_s``), then stops the query and releases the lease.  A request that
+comes during start-up stops before the query starts.  Spark's JVM ignores SIGINT
+but not SIGTERM: a SIGTERM sent to the whole process group makes it quit under
+the query; the loader then says so in one line, releases the lease and exits 0
+(the batch in progress was not committed, and the next start loads it).  A process
 that finds it was fenced (``Fenced``, from a batch or a renewal) stops its
 query and steps down without touching the lease.  SIGKILL needs no handling:
 every commit is one atomic Iceberg snapshot and restarts re-plan from the
@@ -34,6 +38,7 @@ import json
 import logging
 import os
 import signal
+import subprocess
 import tempfile
 import threading
 import time
@@ -61,6 +66,9 @@ log = logging.getLogger("icefloe.loader")
 KAFKA_START_WAIT_S = 60.0
 """How long a starting loader waits for Kafka to answer (a broker restarting) before it stops."""
 
+JVM_EXIT_WAIT_S = 5.0
+"""How long a loader whose Spark call failed waits to learn whether Spark's JVM has exited."""
+
 
 class _NoDomainErrorTraces(logging.Filter):
     """Drop py4j's stack trace of a ``foreachBatch`` call that raised a domain error.
@@ -74,6 +82,18 @@ class _NoDomainErrorTraces(logging.Filter):
 
 
 _PY4J_CALLBACKS = "py4j.clientserver"
+
+
+class _NoPy4JTracesWhenStopping(logging.Filter):
+    """Drop py4j's error traces once a stop is requested (a filter on the root handlers).
+
+    A SIGTERM sent to the whole process group stops Spark's JVM as well, and every py4j call in
+    flight then fails with a trace of its own. The loader says what happened in one line.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from_py4j = record.name == "root" or record.name.startswith("py4j")
+        return not (from_py4j and record.exc_info and record.levelno >= logging.ERROR)
 
 
 def default_checkpoint(config: LoaderConfig) -> str:
@@ -119,6 +139,7 @@ class LoaderJob:
         self._renewed_ms = 0
         self.instance = uuid.uuid4().hex[:16]
         self._fenced: Fenced | None = None
+        self._jvm_gone = False
 
     @property
     def spark(self) -> SparkSession:
@@ -150,6 +171,8 @@ class LoaderJob:
         self.view.take_over(self.instance, self._ttl_ms)
         self._renewed_ms = now_ms()
         log.info("took over %s as loader %s (process %s)", cfg.table, cfg.loader_id, self.instance)
+        if self._start_cancelled():
+            return
         state = self.view.state()
 
         # Warm up first: the partitions are read last, as close to the query's start as can be,
@@ -180,6 +203,8 @@ class LoaderJob:
             cfg, self.spark, self.view, self.metrics, self._dead_letters, self.instance
         )
         self.metrics.serve(cfg.metrics_port)
+        if self._start_cancelled():
+            return
 
         source = self.spark.readStream.format("kafka")
         for key, value in options.items():
@@ -197,6 +222,15 @@ class LoaderJob:
     def request_stop(self) -> None:
         """Ask the job to stop after the batch in progress (signal-safe)."""
         self._stop.set()
+        for handler in logging.getLogger().handlers:
+            if not any(isinstance(f, _NoPy4JTracesWhenStopping) for f in handler.filters):
+                handler.addFilter(_NoPy4JTracesWhenStopping())
+        # pyspark's accumulator server prints the trace of a JVM that hung up straight to stderr.
+        server = (
+            getattr(self._spark.sparkContext, "_accumulatorServer", None) if self._spark else None
+        )
+        if server is not None:
+            server.handle_error = lambda *_: None
 
     def wait(self, timeout_s: float | None = None) -> None:
         """Run the maintenance loop until the query ends, a stop is requested or time is up.
@@ -227,7 +261,7 @@ class LoaderJob:
     def stop(self) -> None:
         """Stop the query (after the batch in progress), release the lease, close clients."""
         try:
-            if self.query is not None and self.query.isActive:
+            if self.query is not None and not self._jvm_gone and self.query.isActive:
                 self._stop_query()
         finally:
             self.close()
@@ -254,16 +288,24 @@ class LoaderJob:
         """Start, run until stopped or failed, and clean up.
 
         Returns:
-            0 after a requested stop.
+            0 after a requested stop (also when the stop signal reached Spark's JVM first).
 
         Raises:
-            LoaderError: start-up refused or the query failed.
+            LoaderError: start-up refused, the query failed or Spark's JVM exited unasked.
         """
         installed = self._install_signals()
         try:
             self.start()
             self.wait()
+            if self._stop.is_set():
+                log.info("stopped loading %s on request", self.config.table)
             return 0
+        except LoaderError:
+            raise
+        except Exception as exc:  # py4j: is Spark's JVM gone?
+            if not self._jvm_exited():
+                raise
+            return self._after_jvm_exit(exc)
         finally:
             self.stop()
             for sig, previous in installed.items():
@@ -278,10 +320,53 @@ class LoaderJob:
     def _sink_failure(self) -> BaseException | None:
         return self.sink.failure if self.sink is not None else None
 
-    def _stop_query(self) -> None:
+    def _start_cancelled(self) -> bool:
+        if self._stop.is_set():
+            log.info(
+                "stop requested while starting: the query of %s is not started", self.config.table
+            )
+        return self._stop.is_set()
+
+    def _await_batch(self) -> None:
+        """Let the batch in progress finish, for at most ``stop_timeout_s``."""
         deadline = time.monotonic() + self.stop_timeout_s
         while self.sink is not None and self.sink.in_batch and time.monotonic() < deadline:
             time.sleep(0.1)
+
+    def _jvm_exited(self) -> bool:
+        """True once the JVM this process launched for Spark has exited.
+
+        False when the JVM is not this process's child (under spark-submit the JVM launches
+        Python) or still runs after ``JVM_EXIT_WAIT_S``.
+        """
+        if self._spark is None:
+            return False
+        gateway = getattr(self._spark.sparkContext, "_gateway", None)
+        proc = getattr(gateway, "proc", None)
+        if not isinstance(proc, subprocess.Popen):
+            return False
+        try:
+            proc.wait(timeout=JVM_EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
+    def _after_jvm_exit(self, exc: Exception) -> int:
+        self._jvm_gone = True
+        self._await_batch()
+        table = self.config.table
+        if not self._stop.is_set():
+            raise LoaderError(f"Spark's JVM exited under the query of {table}: {exc}") from exc
+        log.warning(
+            "Spark's JVM quit on the stop signal before the query of %s could stop (was the "
+            "signal sent to the whole process group?); the batch in progress, if any, was not "
+            "committed and the next start loads it",
+            table,
+        )
+        return 0
+
+    def _stop_query(self) -> None:
+        self._await_batch()
         try:
             self.query.stop()
         except Exception as exc:

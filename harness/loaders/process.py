@@ -295,11 +295,15 @@ class LoaderProcess:
         return pid
 
     def stop(self, timeout: float = 60.0) -> None:
-        """Stop gracefully (SIGTERM lets the batch in progress finish)."""
+        """Stop gracefully: SIGTERM to the loader's Python process, which stops its JVM.
+
+        A SIGTERM to the whole group would reach Spark's JVM too, which then quits under the
+        query instead of letting the batch in progress finish.
+        """
         with self._lock:
             pid = self.process.pid
             self._expected_exit = True
-            self.process.stop(timeout)
+            self.process.stop(timeout, leader_only=True)
         self.history.record("loader", "info", "stopped", pid=pid)
 
     def freeze(self) -> int | None:

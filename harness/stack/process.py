@@ -47,6 +47,22 @@ def _raise_open_files_limit() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
 
 
+LEFTOVER_WAIT_S = 10.0
+"""How long the rest of a process group may outlive its stopped leader before it is killed."""
+
+
+def _kill_leftovers(pgid: int) -> None:
+    """SIGKILL what is left of process group `pgid` after `LEFTOVER_WAIT_S` seconds."""
+    deadline = time.monotonic() + LEFTOVER_WAIT_S
+    try:
+        while time.monotonic() < deadline:
+            os.killpg(pgid, 0)  # raises once the group is empty
+            time.sleep(0.1)
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+
+
 class ManagedProcess:
     """One long-running process of a service, tracked through a pid file."""
 
@@ -160,10 +176,25 @@ class ManagedProcess:
             time.sleep(0.1)
         return self.process() is None
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop gracefully (SIGTERM), then by force (SIGKILL) after `timeout` seconds."""
+    def stop(self, timeout: float = 30.0, *, leader_only: bool = False) -> None:
+        """Stop gracefully (SIGTERM), then by force (SIGKILL) after `timeout` seconds.
+
+        Args:
+            timeout: how long the process may take to stop before it is killed.
+            leader_only: send the SIGTERM to the group's leader alone, for a process that stops
+                its own children (a PySpark driver stops its JVM; a JVM that gets a SIGTERM of
+                its own quits under the driver's query). Whatever of the group outlives the
+                leader by `LEFTOVER_WAIT_S` is killed.
+        """
         self._signal_group(signal.SIGCONT)  # a paused process cannot handle SIGTERM
-        if self._signal_group(signal.SIGTERM) and not self.wait_exit(timeout):
+        proc = self.process()
+        if leader_only and proc is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGTERM)
+            if not self.wait_exit(timeout):
+                self.kill()
+            _kill_leftovers(proc.pid)
+        elif self._signal_group(signal.SIGTERM) and not self.wait_exit(timeout):
             self.kill()
         self.pid_file.unlink(missing_ok=True)
 

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
+from harness.stack import process as process_module
 from harness.stack.process import ManagedProcess
 from harness.stack.readiness import PortOpen, ServiceStartTimeout, wait_ready
 
@@ -41,6 +44,70 @@ def test_stop_is_graceful_then_forced(sleeper: ManagedProcess) -> None:
     sleeper.pause()  # a paused process must still stop
     sleeper.stop(timeout=5)
     assert not sleeper.is_running()
+
+
+# A leader that stops on SIGTERM and has a child that notes a SIGTERM of its own.
+_CHILD = (
+    "import pathlib, signal, sys, time\n"
+    "mark = pathlib.Path(sys.argv[1])\n"
+    "signal.signal(signal.SIGTERM, lambda *_: (mark.write_text('term'), sys.exit(0)))\n"
+    "mark.write_text('up')\n"
+    "time.sleep(600)\n"
+)
+_LEADER = (
+    "import signal, subprocess, sys, time\n"
+    "child = subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2]])\n"
+    "signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))\n"
+    "print('child', child.pid, flush=True)\n"
+    "time.sleep(600)\n"
+)
+
+
+def _family(tmp_path: Path) -> tuple[ManagedProcess, Path]:
+    proc = ManagedProcess("family", tmp_path)
+    mark = tmp_path / "child.mark"
+    proc.start([sys.executable, "-c", _LEADER, _CHILD, str(mark)], dict(os.environ), tmp_path)
+    deadline = time.monotonic() + 10
+    while not (mark.exists() and mark.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert mark.read_text() == "up"
+    return proc, mark
+
+
+def _child_pid(proc: ManagedProcess) -> int:
+    line = next(x for x in proc.log_file.read_text().splitlines() if x.startswith("child "))
+    return int(line.split()[1])
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def test_stop_leader_only_spares_the_children_the_signal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(process_module, "LEFTOVER_WAIT_S", 0.5)
+    proc, mark = _family(tmp_path)
+    child = _child_pid(proc)
+    proc.stop(timeout=5, leader_only=True)
+    assert not proc.is_running()
+    assert mark.read_text() == "up"  # the child never saw a SIGTERM ...
+    deadline = time.monotonic() + 5
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(child)  # ... and did not outlive its leader
+
+
+def test_stop_signals_the_whole_group_by_default(tmp_path: Path) -> None:
+    proc, mark = _family(tmp_path)
+    proc.stop(timeout=5)
+    deadline = time.monotonic() + 5
+    while mark.read_text() != "term" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert mark.read_text() == "term"
 
 
 def test_kill_nine(sleeper: ManagedProcess) -> None:

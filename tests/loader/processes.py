@@ -13,13 +13,14 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import psutil
 
-from tests.loader.conftest import loader_env
+from tests.loader.conftest import loader_env, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -56,6 +57,10 @@ class LoaderProcess:
         self._signal(signal.SIGKILL)
         self.wait(30)
 
+    def terminate_group(self) -> None:
+        """SIGTERM the loader's whole process group (``kill -- -PGID``), JVM included."""
+        self._signal(signal.SIGTERM)
+
     def thaw(self) -> None:
         """SIGCONT the loader's process group after a freeze."""
         self._signal(signal.SIGCONT)
@@ -80,6 +85,18 @@ def kill_if_running(*loaders: LoaderProcess) -> None:
     for loader in loaders:
         if loader.proc.poll() is None:
             loader.kill()
+
+
+def load_all_then_stop(stack: Any, table: str, config: Path, log: Path, rows: int) -> None:
+    """Start a loader, wait until ``table`` holds ``rows`` rows, then SIGTERM it (exit 0)."""
+    loader = LoaderProcess(config, log)
+    try:
+        wait_until(lambda: counts(stack, table)[0] >= rows, 300, f"all {rows} rows")
+        time.sleep(3)  # a duplicate would be written by a batch after the last one
+        loader.proc.send_signal(signal.SIGTERM)
+        assert loader.wait(120) == 0, loader.tail()
+    finally:
+        kill_if_running(loader)
 
 
 def counts(stack: Any, table: str) -> tuple[int, int]:

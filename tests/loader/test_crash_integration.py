@@ -18,7 +18,7 @@ import pytest
 from harness.stack.tables import EVENT_ID_COLUMN
 from loader.faultpoints import KILL_AFTER_COMMIT_ENV
 from tests.loader.conftest import reference_values, wait_until
-from tests.loader.processes import LoaderProcess, counts, kill_if_running
+from tests.loader.processes import LoaderProcess, counts, load_all_then_stop
 
 pytestmark = pytest.mark.integration
 
@@ -55,14 +55,7 @@ def test_kill_9_at_any_moment_gives_no_duplicates_and_no_gaps(
     produce(topic, rows[2200:], partition=1)
 
     # 3. Restarted again; runs until everything is in, then stops on SIGTERM.
-    third = LoaderProcess(path, log)
-    try:
-        wait_until(lambda: counts(stack, table)[0] >= 3000, 300, "all 3000 rows")
-        time.sleep(3)  # a duplicate would be written by a batch after the last one
-        third.proc.send_signal(signal.SIGTERM)
-        assert third.wait(90) == 0, third.tail()
-    finally:
-        kill_if_running(third)
+    load_all_then_stop(stack, table, path, log, 3000)
     assert counts(stack, table) == (3000, 3000), first.tail()
 
 
