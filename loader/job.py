@@ -50,6 +50,7 @@ from loader.config import LoaderConfig
 from loader.deadletter import DeadLetterProducer
 from loader.errors import Fenced, LoaderError
 from loader.frames import warm_up
+from loader.leasekeeper import LeaseKeeper
 from loader.metrics import LoaderMetrics
 from loader.plain import check_available
 from loader.sink import BatchSink
@@ -65,6 +66,10 @@ log = logging.getLogger("icefloe.loader")
 
 KAFKA_START_WAIT_S = 60.0
 """How long a starting loader waits for Kafka to answer (a broker restarting) before it stops."""
+
+MAINTAIN_EVERY_S = 5.0
+"""How often the maintenance loop renews the lease if due and refreshes metrics (at most a
+third of the lease, so a short lease never lapses between batches)."""
 
 JVM_EXIT_WAIT_S = 5.0
 """How long a loader whose Spark call failed waits to learn whether Spark's JVM has exited."""
@@ -158,8 +163,12 @@ class LoaderJob:
     def start(self) -> None:
         """Check the lease, choose starting offsets and start the query.
 
+        The lease is renewed from a thread (``LeaseKeeper``) from the take-over until the
+        query runs, so a slow start-up does not let it lapse.
+
         Raises:
             ConcurrentLoader: another loader owns the table.
+            Fenced: another loader took the table during the start-up.
             LoaderError: the table or Kafka cannot be read.
         """
         cfg = self.config
@@ -171,7 +180,17 @@ class LoaderJob:
         self.view.take_over(self.instance, self._ttl_ms)
         self._renewed_ms = now_ms()
         log.info("took over %s as loader %s (process %s)", cfg.table, cfg.loader_id, self.instance)
-        if self._start_cancelled():
+        with LeaseKeeper(self.view, self.instance, self._ttl_ms, self._renewed_ms) as keeper:
+            self._start_query(keeper)
+        self._renewed_ms = max(self._renewed_ms, keeper.renewed_ms)
+        if keeper.fenced is not None and self._fenced is None:  # lost as the query started
+            log.error("%s", keeper.fenced)
+            self._fenced = keeper.fenced  # the maintenance loop stops the query and raises it
+
+    def _start_query(self, keeper: LeaseKeeper) -> None:
+        """Warm up, choose starting offsets and start the query, the lease kept by ``keeper``."""
+        cfg = self.config
+        if self._start_cancelled(keeper):
             return
         state = self.view.state()
 
@@ -203,7 +222,7 @@ class LoaderJob:
             cfg, self.spark, self.view, self.metrics, self._dead_letters, self.instance
         )
         self.metrics.serve(cfg.metrics_port)
-        if self._start_cancelled():
+        if self._start_cancelled(keeper):
             return
 
         source = self.spark.readStream.format("kafka")
@@ -247,7 +266,7 @@ class LoaderJob:
             if self._stop.is_set() or self._fenced is not None:
                 self._stop_query()
                 break
-            if time.monotonic() - last_metrics >= 5.0:
+            if time.monotonic() - last_metrics >= min(MAINTAIN_EVERY_S, self._ttl_ms / 3000):
                 last_metrics = time.monotonic()
                 self._maintain()
             if deadline is not None and time.monotonic() >= deadline:
@@ -320,7 +339,11 @@ class LoaderJob:
     def _sink_failure(self) -> BaseException | None:
         return self.sink.failure if self.sink is not None else None
 
-    def _start_cancelled(self) -> bool:
+    def _start_cancelled(self, keeper: LeaseKeeper) -> bool:
+        """True when a stop was requested; raises ``Fenced`` if the lease was lost meanwhile."""
+        if keeper.fenced is not None:
+            self._fenced = keeper.fenced
+            raise keeper.fenced
         if self._stop.is_set():
             log.info(
                 "stop requested while starting: the query of %s is not started", self.config.table

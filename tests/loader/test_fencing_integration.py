@@ -169,3 +169,48 @@ def test_without_fencing_the_frozen_loader_duplicates_rows(
         assert total > distinct, "the frozen loader's batch should have been written twice"
     finally:
         kill_if_running(a, b)
+
+
+def test_the_lease_stays_live_through_a_slow_start_up(
+    stack: Any,
+    iceberg_catalog: Any,
+    table_factory: Any,
+    topic_factory: Any,
+    produce: Any,
+    loader_config: Any,
+    tmp_path: Path,
+) -> None:
+    """From its take-over to its first commit (a warm-up of seconds), a loader keeps its lease.
+
+    The lease here is shorter than that start-up: without renewals during it the lease lapses
+    before the first batch commits, and a second loader could take the table from a live one.
+    """
+    table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory()
+    produce(topic, [v for _, v in reference_values(2000, seed=17)])
+    path, _ = loader_config(table, [topic], lease_ttl=3.0, trigger_interval=1.0)
+    log = tmp_path / "loader.log"
+    loader = LoaderProcess(path, log)
+
+    def said(words: str) -> bool:
+        return log.exists() and words in log.read_text(errors="replace")
+
+    try:
+        wait_until(lambda: said("took over") or loader.proc.poll() is not None, 180, "take-over")
+        took_over = time.monotonic()
+        lapsed: list[float] = []
+        while not said(": committed") and loader.proc.poll() is None:
+            left_ms = _lease_expiry_ms(iceberg_catalog, table) - now_ms()
+            if left_ms < 0:
+                lapsed.append(round(time.monotonic() - took_over, 1))
+            time.sleep(0.2)
+        start_up_s = time.monotonic() - took_over
+        assert loader.proc.poll() is None, loader.tail()
+        assert not lapsed, (
+            f"the lease lapsed {len(lapsed)} times in a start-up of {start_up_s:.1f} s "
+            f"(at {lapsed[:5]} s)"
+        )
+        wait_until(lambda: counts(stack, table)[0] == 2000, 180, "the backlog")
+        loader.proc.send_signal(signal.SIGTERM)
+        assert loader.wait(90) == 0, loader.tail()
+    finally:
+        kill_if_running(loader)
