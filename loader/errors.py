@@ -10,6 +10,8 @@ publisher's tests, the harness) catch one vocabulary:
 * ``SchemaMismatch``: the *table* schema has something the loader cannot load
   (an unsupported type, a projection into an incompatible column).
 * ``InvalidOffsets``: the offsets bookkeeping in a snapshot summary is corrupt.
+* ``TableNotFound``, ``CatalogUnavailable``: the table does not exist; the catalog does not
+  answer (after the start-up's wait).
 * ``ConcurrentLoader``: another live loader owns the table (refused at start).
 * ``Fenced``: another loader took the table over from this running one, which steps down.
 * ``ConfigError``: the configuration is invalid.
@@ -121,6 +123,14 @@ class SchemaMismatch(LoaderError):
 
 class KafkaUnavailable(LoaderError):
     """Kafka's metadata (the subscribed topics and their partitions) could not be read."""
+
+
+class CatalogUnavailable(LoaderError):
+    """The Iceberg REST catalog did not answer (down, restarting or overloaded)."""
+
+
+class TableNotFound(LoaderError):
+    """The configured table does not exist in the catalog."""
 
 
 class InvalidOffsets(LoaderError, ValueError):

@@ -2,7 +2,9 @@
 
 Start-up order matters:
 
-1. take the table over (``TableView.take_over``): refuse to start if another
+1. take the table over (``TableView.take_over``, waiting up to
+   ``CATALOG_START_WAIT_S`` for a catalog that does not answer, as for Kafka; a
+   table that does not exist stops the start with ``TableNotFound``): refuse to start if another
    loader id's lease is live (``ConcurrentLoader``), else write this process's
    lease and move main in one commit conditioned on main not having moved
    since the lease was read. Of two loaders starting together one commit
@@ -66,6 +68,9 @@ log = logging.getLogger("icefloe.loader")
 
 KAFKA_START_WAIT_S = 60.0
 """How long a starting loader waits for Kafka to answer (a broker restarting) before it stops."""
+
+CATALOG_START_WAIT_S = 60.0
+"""How long a starting loader waits for the REST catalog to answer (a restart) before it stops."""
 
 MAINTAIN_EVERY_S = 5.0
 """How often the maintenance loop renews the lease if due and refreshes metrics (at most a
@@ -169,6 +174,8 @@ class LoaderJob:
         Raises:
             ConcurrentLoader: another loader owns the table.
             Fenced: another loader took the table during the start-up.
+            TableNotFound: the table does not exist.
+            CatalogUnavailable: the catalog did not answer for ``CATALOG_START_WAIT_S``.
             LoaderError: the table or Kafka cannot be read.
         """
         cfg = self.config
@@ -177,7 +184,9 @@ class LoaderJob:
             callbacks.addFilter(_NoDomainErrorTraces())
         if cfg.jvm_decode:
             check_available(self.spark)
-        self.view.take_over(self.instance, self._ttl_ms)
+        self.view.take_over(
+            self.instance, self._ttl_ms, wait_s=CATALOG_START_WAIT_S, stop=self._stop
+        )
         self._renewed_ms = now_ms()
         log.info("took over %s as loader %s (process %s)", cfg.table, cfg.loader_id, self.instance)
         with LeaseKeeper(self.view, self.instance, self._ttl_ms, self._renewed_ms) as keeper:

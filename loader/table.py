@@ -19,6 +19,7 @@ catalog, not by a read made beforehand.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from loader import keys
 from loader.config import LoaderConfig
-from loader.errors import LoaderError
+from loader.errors import CatalogUnavailable, LoaderError, TableNotFound
 from loader.offsets import (
     Committed,
     Lease,
@@ -41,7 +42,7 @@ from loader.offsets import (
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
 
-__all__ = ["MainMoved", "TableState", "TableView", "now_ms"]
+__all__ = ["MainMoved", "TableState", "TableView", "catalog_unreachable", "now_ms", "root_cause"]
 
 log = logging.getLogger("icefloe.loader")
 
@@ -49,6 +50,9 @@ CLOCK_SKEW_MS = 1000
 """Clock skew allowed between loaders: a foreign lease counts as live this much longer."""
 
 TAKEOVER_ATTEMPTS = 5
+
+CATALOG_RETRY_S = 2.0
+"""How often a take-over waiting for the catalog tries again."""
 
 
 class MainMoved(Exception):
@@ -58,6 +62,27 @@ class MainMoved(Exception):
     main. The caller reads the table again; if the lease is someone else's it was fenced,
     otherwise it plans the batch again.
     """
+
+
+def catalog_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the REST catalog did not answer (down, restarting, overloaded)."""
+    import requests
+    from pyiceberg.exceptions import ServiceUnavailableError
+
+    return isinstance(exc, (requests.ConnectionError, requests.Timeout, ServiceUnavailableError))
+
+
+def root_cause(exc: BaseException) -> str:
+    """The innermost cause of ``exc`` in one line (``[Errno 111] Connection refused``)."""
+    seen = {id(exc)}
+    while True:
+        inner = exc.__cause__ or exc.__context__
+        if inner is None or id(inner) in seen:
+            break
+        seen.add(id(inner))
+        exc = inner
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def now_ms() -> int:
@@ -117,9 +142,21 @@ class TableView:
         return self._catalog
 
     def load(self) -> Any:
-        """The pyiceberg ``Table``, freshly loaded."""
+        """The pyiceberg ``Table``, freshly loaded.
+
+        Raises:
+            TableNotFound: the catalog has no such table.
+        """
+        from pyiceberg.exceptions import NoSuchTableError
+
         t = self.config.table
-        return self.catalog().load_table((t.namespace, t.name))
+        try:
+            return self.catalog().load_table((t.namespace, t.name))
+        except NoSuchTableError as exc:
+            raise TableNotFound(
+                f"{t} does not exist in the catalog at {self.config.catalog.uri}; the loader "
+                "writes into a table made beforehand (CREATE TABLE in Trino or Spark)"
+            ) from exc
 
     def state(self) -> TableState:
         """Read schema, committed offsets and leases in one table load.
@@ -161,7 +198,51 @@ class TableView:
 
     # -- ownership ---------------------------------------------------------
 
-    def take_over(self, instance: str, ttl_ms: int) -> None:
+    def take_over(
+        self,
+        instance: str,
+        ttl_ms: int,
+        *,
+        wait_s: float = 0.0,
+        stop: threading.Event | None = None,
+    ) -> None:
+        """``claim`` the table, waiting up to ``wait_s`` for a catalog that does not answer.
+
+        A loader started while the catalog restarts waits for it, as it waits for Kafka.
+
+        Args:
+            instance: this process's token (the lease names it).
+            ttl_ms: how long the lease lasts unless renewed.
+            wait_s: how long to keep trying while the catalog does not answer.
+            stop: a stop request ends the wait at once.
+
+        Raises:
+            CatalogUnavailable: the catalog did not answer within ``wait_s``.
+            ConcurrentLoader: another loader's lease is live.
+            TableNotFound: the table does not exist.
+            LoaderError: the catalog kept refusing the commit.
+        """
+        deadline = time.monotonic() + wait_s
+        warned = False
+        while True:
+            try:
+                self.claim(instance, ttl_ms)
+                return
+            except Exception as exc:
+                if not catalog_unreachable(exc):
+                    raise
+                reason = root_cause(exc)
+                uri = self.config.catalog.uri
+                if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
+                    raise CatalogUnavailable(
+                        f"the catalog at {uri} does not answer (waited {wait_s:g} s): {reason}"
+                    ) from None
+                if not warned:
+                    log.warning("the catalog at %s does not answer yet: %s", uri, reason)
+                    warned = True
+                time.sleep(CATALOG_RETRY_S)
+
+    def claim(self, instance: str, ttl_ms: int) -> None:
         """Take the table for this process: lease it and move main, in one commit.
 
         The commit writes the lease (owner, instance, expiry), turns on staged writes
