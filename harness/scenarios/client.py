@@ -288,8 +288,9 @@ class RecordingClient:
         self.history.record("read", "ok", "lineage", table=table, values=sorted(lineage))
         return lineage
 
-    def lease_expires_ms(self, table: str) -> int | None:
-        """When the table's loader lease runs out (epoch ms), or None without one."""
+    def lease(self, table: str) -> Any:
+        """The table's loader lease (``loader.offsets.Lease``), or None without one or when
+        the catalog cannot answer."""
         from loader.offsets import lease_from_properties
 
         try:
@@ -300,7 +301,17 @@ class RecordingClient:
         expires = lease.expires_ms if lease is not None else None
         owner = lease.owner if lease is not None else None
         self.history.record("read", "ok", "lease", table=table, owner=owner, expires_ms=expires)
-        return expires
+        return lease
+
+    def lease_expires_ms(self, table: str) -> int | None:
+        """When the table's loader lease runs out (epoch ms), or None without one."""
+        lease = self.lease(table)
+        return lease.expires_ms if lease is not None else None
+
+    def lease_owner(self, table: str) -> str | None:
+        """The loader id the table's lease names, or None without one."""
+        lease = self.lease(table)
+        return lease.owner if lease is not None else None
 
     def location(self, table: str) -> str | None:
         """The table's location (``s3://bucket/path``), or None when the catalog cannot answer."""

@@ -438,6 +438,94 @@ def test_a_zombie_frozen_during_start_up_comes_unpaced_and_says_where_it_froze()
     assert data["freeze"] == "start" and data["uptime_s"] == 3.25 and data["had_started"]
 
 
+class Successor(FreezableLoader):
+    """A successor with a loader id, running until told otherwise."""
+
+    def __init__(self, loader_id: str, running: bool = True) -> None:
+        from types import SimpleNamespace
+
+        super().__init__()
+        self.settings = SimpleNamespace(loader_id=loader_id)
+        self.running = running
+
+    def is_running(self) -> bool:
+        return self.running
+
+
+class SuccessorLoaders(ZombieLoaders):
+    def __init__(self, successor: Successor) -> None:
+        super().__init__()
+        self.successor = successor
+        self.waited: list[bool] = []
+
+    def start_successor(self, *, wait: bool = True) -> tuple[Any, float]:
+        self.waited.append(wait)
+        self.successors += 1
+        self.current = self.successor
+        return self.current, 0.0
+
+
+def zombie_run(loaders: SuccessorLoaders, owners: list[str | None]) -> FakeRun:
+    """A run whose table lease names ``owners`` in turn (the last one from then on)."""
+    from types import SimpleNamespace
+
+    run = FakeRun()
+    run.loaders = loaders  # type: ignore[assignment]
+    run.names = SimpleNamespace(table="lake.s.t")  # type: ignore[attr-defined]
+    reads = iter(owners)
+    last: list[str | None] = [None]
+
+    def lease_owner(table: str) -> str | None:
+        last[0] = next(reads, last[0])
+        return last[0]
+
+    run.client = SimpleNamespace(  # type: ignore[attr-defined]
+        lease_expires_ms=lambda table: None, lease_owner=lease_owner
+    )
+    return run
+
+
+def test_a_start_up_zombie_thaws_once_the_successor_has_taken_over(monkeypatch: Any) -> None:
+    from harness.scenarios.faults import loader as faults
+
+    monkeypatch.setattr(faults, "TAKE_OVER_POLL_S", 0.01)
+    loaders = SuccessorLoaders(Successor("b"))
+    run = zombie_run(loaders, ["a", "a", None, "b"])
+    zombie = ZombieLoader(ZombieParams(freeze="start", delay_s=0.0, successor="took_over"), run.rng)
+    data = zombie.inject(run)
+    assert loaders.waited == [False]  # launched, not waited for
+    assert data["successor_took_over"] is True and data["successor_start_s"] < 5
+
+
+def test_a_successor_that_exits_before_its_take_over_ends_the_wait(monkeypatch: Any) -> None:
+    from harness.scenarios.faults import loader as faults
+
+    monkeypatch.setattr(faults, "TAKE_OVER_POLL_S", 0.01)
+    loaders = SuccessorLoaders(Successor("b", running=False))
+    run = zombie_run(loaders, ["a"])
+    zombie = ZombieLoader(ZombieParams(freeze="start", delay_s=0.0, successor="took_over"), run.rng)
+    began = time.monotonic()
+    assert zombie.inject(run)["successor_took_over"] is False
+    assert time.monotonic() - began < 5
+
+
+def test_soak_zombies_frozen_at_start_up_wait_only_for_the_take_over() -> None:
+    from hypothesis import strategies as st
+
+    from harness.scenarios.generate import _loader_event
+
+    profile = PROFILES["soak"]
+
+    @settings(max_examples=20, deadline=None, phases=[Phase.generate])
+    @given(st.data())
+    def check(data: st.DataObject) -> None:
+        _, start_up, _ = data.draw(_loader_event("zombie_start", profile))
+        _, at_work, _ = data.draw(_loader_event("zombie", profile))
+        assert start_up.successor == "took_over" and at_work.successor == "started"
+
+    check()
+
+
 class RestartedLoader:
     """The armed start died and its supervisor started it again, without the hook."""
 

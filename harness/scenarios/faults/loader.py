@@ -29,6 +29,8 @@ from loader.faultpoints import (
 __all__ = ["KillLoader", "KillLoaderParams", "ZombieLoader", "ZombieParams"]
 
 _SIGKILL_CODE = -9
+TAKE_OVER_POLL_S = 0.5
+"""How often a zombie fault reads the lease while it waits for the successor's take-over."""
 
 
 def _where(loader: Any) -> dict[str, Any]:
@@ -139,6 +141,11 @@ class ZombieParams:
         step_down_s: How long the thawed loader may take to step down before it is killed.
         restart: Start the successor and wait for it (``wait``) or only launch it.
         delay_s: For ``start``: the longest random delay before the freeze.
+        successor: How far the successor gets before ``run_s`` starts: ``started`` (its
+            query runs, as ``restart`` says) or ``took_over`` (the lease names it: it has
+            fenced the frozen loader off and may still be warming up). A zombie frozen during
+            a start-up needs no more than the take-over, and a successor's start costs
+            30-70 s of the soak's loader lane.
     """
 
     freeze: Literal["now", "start", "hook", "planned", "write", "publish"] = "hook"
@@ -149,6 +156,7 @@ class ZombieParams:
     step_down_s: float = 180.0
     restart: Literal["wait", "launch"] = "wait"
     delay_s: float = 15.0
+    successor: Literal["started", "took_over"] = "started"
 
     def __post_init__(self) -> None:
         if self.after_commits < 0:
@@ -212,7 +220,12 @@ class ZombieLoader:
         if expires is not None:
             time.sleep(max(0.0, expires / 1000 - time.time()) + p.grace_s)
         self._zombie = loaders.current
-        _, took = loaders.start_successor(wait=p.restart == "wait")
+        if p.successor == "took_over":
+            loaders.start_successor(wait=False)
+            took, took_over = self._await_take_over(run)
+            frozen_at["successor_took_over"] = took_over
+        else:
+            _, took = loaders.start_successor(wait=p.restart == "wait")
         return {
             "freeze": p.freeze,
             "freeze_fallback": fallback,
@@ -220,6 +233,23 @@ class ZombieLoader:
             "successor_start_s": round(took, 2),
             **frozen_at,
         }
+
+    def _await_take_over(self, run: Any) -> tuple[float, bool]:
+        """Wait until the lease names the successor; seconds waited and whether it did.
+
+        A successor that exits first, or a wait past ``freeze_timeout_s``, ends it: the thaw
+        then comes anyway, and the checks judge whatever follows.
+        """
+        began = time.monotonic()
+        successor = run.loaders.current
+        me = successor.settings.loader_id
+        while time.monotonic() - began < self.params.freeze_timeout_s:
+            if run.client.lease_owner(run.names.table) == me:
+                return time.monotonic() - began, True
+            if not successor.is_running():
+                break
+            time.sleep(TAKE_OVER_POLL_S)
+        return time.monotonic() - began, False
 
     def _await_frozen(self, loader: Any) -> str | None:
         deadline = time.monotonic() + self.params.freeze_timeout_s
