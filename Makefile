@@ -6,6 +6,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# The slowest tests of a run on the stack, listed at its end (where CI time goes).
+DURATIONS ?= --durations=40 --durations-min=15
 
 .PHONY: help venv provision up down status demo test test-unit soak lint format bench clean clean-cache \
 	container-engine images compose-up compose-down test-containers
@@ -37,7 +39,7 @@ demo: provision ## bring the stack up and walk through it
 	$(BIN)/icefloe demo --no-provision
 
 test: provision ## unit, integration and scenario tests on the real stack
-	$(BIN)/pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/pytest -m "not slow" $(DURATIONS) $(PYTEST_ARGS)
 
 test-unit: venv ## fast tests only: no services
 	$(BIN)/pytest -m "not integration and not scenario and not slow" $(PYTEST_ARGS)
@@ -61,12 +63,13 @@ compose-down: ## stop and remove the compose stack's containers (state stays in 
 CONTAINER_SCENARIOS ?= exactly_once_kill9 or malformed_dead_letter or add_column or drop_column
 # What depends on the backend: the container tests, the stack's and the publisher's integration
 # tests, the loader's end-to-end tests, the state machine and four scenarios. The loader's crash
-# and fencing tests exercise the loader alone and run in the local leg only.
+# and fencing tests exercise the loader alone, and the small bench only times what the other
+# tests already run: they run in the local leg only.
 CONTAINER_TESTS ?= tests/containers tests/harness tests/publisher \
 	tests/loader/test_loader_integration.py tests/scenarios
 test-containers: images ## the backend-dependent tests and scenarios 01 02 04 05 on containers
 	$(BIN)/pytest --backend containers -m "(integration or scenario) and not slow" \
-		-k "(not test_scenario and not test_generated and not test_maintenance) or $(CONTAINER_SCENARIOS)" $(CONTAINER_TESTS) $(PYTEST_ARGS)
+		-k "(not test_scenario and not test_generated and not test_maintenance and not test_bench) or $(CONTAINER_SCENARIOS)" $(CONTAINER_TESTS) $(DURATIONS) $(PYTEST_ARGS)
 
 lint: venv ## ruff and mypy
 	$(BIN)/ruff check .
