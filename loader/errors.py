@@ -10,8 +10,8 @@ publisher's tests, the harness) catch one vocabulary:
 * ``SchemaMismatch``: the *table* schema has something the loader cannot load
   (an unsupported type, a projection into an incompatible column).
 * ``InvalidOffsets``: the offsets bookkeeping in a snapshot summary is corrupt.
-* ``TableNotFound``, ``CatalogUnavailable``: the table does not exist; the catalog does not
-  answer (after the start-up's wait).
+* ``TableNotFound``, ``CatalogUnavailable``: the table does not exist; the catalog or its
+  storage does not answer (after the start-up's wait).
 * ``ConcurrentLoader``: another live loader owns the table (refused at start).
 * ``Fenced``: another loader took the table over from this running one, which steps down.
 * ``ConfigError``: the configuration is invalid.
@@ -126,7 +126,7 @@ class KafkaUnavailable(LoaderError):
 
 
 class CatalogUnavailable(LoaderError):
-    """The Iceberg REST catalog did not answer (down, restarting or overloaded)."""
+    """The Iceberg REST catalog, or the table's storage behind it, did not answer."""
 
 
 class TableNotFound(LoaderError):

@@ -42,7 +42,7 @@ from loader.offsets import (
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
 
-__all__ = ["MainMoved", "TableState", "TableView", "catalog_unreachable", "now_ms", "root_cause"]
+__all__ = ["MainMoved", "TableState", "TableView", "now_ms", "root_cause", "unanswered"]
 
 log = logging.getLogger("icefloe.loader")
 
@@ -64,12 +64,20 @@ class MainMoved(Exception):
     """
 
 
-def catalog_unreachable(exc: BaseException) -> bool:
-    """Whether ``exc`` says the REST catalog did not answer (down, restarting, overloaded)."""
+def unanswered(exc: BaseException, config: LoaderConfig) -> str | None:
+    """What did not answer, when ``exc`` says a service did not; else ``None``.
+
+    The REST catalog (down, restarting, overloaded), or the table's storage (a network error
+    of the S3 client pyiceberg reads metadata with: the catalog answered, MinIO did not).
+    """
     import requests
     from pyiceberg.exceptions import ServiceUnavailableError
 
-    return isinstance(exc, (requests.ConnectionError, requests.Timeout, ServiceUnavailableError))
+    if isinstance(exc, (requests.ConnectionError, requests.Timeout, ServiceUnavailableError)):
+        return f"the catalog at {config.catalog.uri}"
+    if isinstance(exc, OSError) and "NETWORK_CONNECTION" in str(exc):
+        return f"the table's storage ({config.catalog.s3_endpoint or 'S3'})"
+    return None
 
 
 def root_cause(exc: BaseException) -> str:
@@ -208,7 +216,8 @@ class TableView:
     ) -> None:
         """``claim`` the table, waiting up to ``wait_s`` for a catalog that does not answer.
 
-        A loader started while the catalog restarts waits for it, as it waits for Kafka.
+        A loader started while the catalog or its storage restarts waits for it, as it waits
+        for Kafka.
 
         Args:
             instance: this process's token (the lease names it).
@@ -217,7 +226,7 @@ class TableView:
             stop: a stop request ends the wait at once.
 
         Raises:
-            CatalogUnavailable: the catalog did not answer within ``wait_s``.
+            CatalogUnavailable: the catalog or its storage did not answer within ``wait_s``.
             ConcurrentLoader: another loader's lease is live.
             TableNotFound: the table does not exist.
             LoaderError: the catalog kept refusing the commit.
@@ -229,16 +238,16 @@ class TableView:
                 self.claim(instance, ttl_ms)
                 return
             except Exception as exc:
-                if not catalog_unreachable(exc):
+                what = unanswered(exc, self.config)
+                if what is None:
                     raise
                 reason = root_cause(exc)
-                uri = self.config.catalog.uri
                 if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
                     raise CatalogUnavailable(
-                        f"the catalog at {uri} does not answer (waited {wait_s:g} s): {reason}"
+                        f"{what} does not answer (waited {wait_s:g} s): {reason}"
                     ) from None
                 if not warned:
-                    log.warning("the catalog at %s does not answer yet: %s", uri, reason)
+                    log.warning("%s does not answer yet: %s", what, reason)
                     warned = True
                 time.sleep(CATALOG_RETRY_S)
 

@@ -77,6 +77,33 @@ def test_the_take_over_goes_on_once_the_catalog_answers(monkeypatch: pytest.Monk
     assert calls == ["me", "me", "me"]
 
 
+def test_storage_that_does_not_answer_is_waited_for_and_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # What pyarrow's S3 client raises when MinIO is down during the take-over's commit.
+    down = OSError(
+        "When reading information for key 'ns/t/metadata/snap-1.avro' in bucket 'warehouse': "
+        "AWS Error NETWORK_CONNECTION during HeadObject operation: curlCode: 7, "
+        "Couldn't connect to server"
+    )
+    denied = OSError("AWS Error ACCESS_DENIED during HeadObject operation")
+    v = view("http://127.0.0.1:1")
+    calls: list[str] = []
+
+    def claim(instance: str, ttl_ms: int) -> None:
+        calls.append(instance)
+        raise down if len(calls) < 100 else denied
+
+    monkeypatch.setattr(v, "claim", claim)
+    with pytest.raises(CatalogUnavailable, match=r"the table's storage .* NETWORK_CONNECTION"):
+        v.take_over("me", 1000, wait_s=0.2)
+    assert len(calls) >= 2
+    calls[:] = ["x"] * 99  # the next call is refused: not a network error, so not waited out
+    with pytest.raises(OSError, match="ACCESS_DENIED"):
+        v.take_over("me", 1000, wait_s=30)
+    assert len(calls) == 100
+
+
 def test_other_errors_are_not_waited_out(monkeypatch: pytest.MonkeyPatch) -> None:
     v = view("http://127.0.0.1:1")
     calls: list[str] = []
