@@ -150,6 +150,7 @@ class LoaderJob:
         self.instance = uuid.uuid4().hex[:16]
         self._fenced: Fenced | None = None
         self._jvm_gone = False
+        self._stop_began: float | None = None
 
     @property
     def spark(self) -> SparkSession:
@@ -399,6 +400,8 @@ class LoaderJob:
 
     def _stop_query(self) -> None:
         self._await_batch()
+        # With a backlog the next batch starts as soon as one ends: the stop may interrupt it.
+        self._stop_began = time.monotonic()
         try:
             self.query.stop()
         except Exception as exc:
@@ -447,6 +450,12 @@ class LoaderJob:
     def _raise_failure(self) -> None:
         if self._fenced is not None:
             raise self._fenced
+        if self._interrupted_by_stop():
+            log.info(
+                "the stop interrupted the batch in progress: it was not committed, and the "
+                "next start loads its records"
+            )
+            return
         failure = self._sink_failure()
         if isinstance(failure, LoaderError):
             raise failure
@@ -455,6 +464,21 @@ class LoaderJob:
             raise LoaderError(f"micro-batch failed: {failure}") from failure
         if error is not None:
             raise LoaderError(f"streaming query failed: {error}")
+
+    def _interrupted_by_stop(self) -> bool:
+        """Whether the query's failure, if any, came from this process stopping it.
+
+        ``_stop_query`` waits for the batch in progress, but with a backlog the next one starts
+        at once, and stopping the query interrupts it (an ``InterruptedException`` in the batch's
+        Spark job). Such a batch commits nothing, so its failure is no error of the loader's. A
+        batch that failed before the stop began is reported as usual.
+        """
+        if self._stop_began is None:
+            return False
+        sink = self.sink
+        if sink is not None and sink.failure is not None:
+            return sink.failed_at is not None and sink.failed_at >= self._stop_began
+        return self.query is not None and self.query.exception() is not None
 
     def _install_signals(self) -> dict[int, Any]:
         if threading.current_thread() is not threading.main_thread():

@@ -125,6 +125,7 @@ class BatchSink:
         self.metrics = metrics
         self.dead_letters = dead_letters
         self.failure: BaseException | None = None
+        self.failed_at: float | None = None  # time.monotonic() of the failure
         self.commits = 0
         self.in_batch = False
         self.query_id: str | None = None
@@ -141,7 +142,7 @@ class BatchSink:
             try:
                 self._process(df, batch_id)
             except BaseException as exc:
-                self.failure = exc
+                self.failure, self.failed_at = exc, time.monotonic()
                 if isinstance(exc, LoaderError):
                     # The loader stops on purpose and says why in one line; Spark's own
                     # report of the failed query would bury that line under stack traces.
