@@ -191,3 +191,9 @@ class Fenced(ConcurrentLoader):
 
 class ConfigError(LoaderError, ValueError):
     """The loader configuration is invalid; the message names the setting and its source."""
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message, or its type's name when it has none."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__

@@ -59,7 +59,7 @@ from loader import keys
 from loader.batch import KAFKA_COLUMNS, Reject
 from loader.config import LoaderConfig
 from loader.deadletter import DeadLetterProducer
-from loader.errors import LoaderError
+from loader.errors import LoaderError, first_line
 from loader.faultpoints import FaultPoints
 from loader.frames import DecodedBatch
 from loader.metrics import LoaderMetrics
@@ -178,7 +178,7 @@ class BatchSink:
                     "batch %s: write failed (attempt %s), planning again: %s",
                     batch_id,
                     failures,
-                    _first_line(cause),
+                    first_line(cause)[:300],
                 )
                 # Back off: the usual cause on a small stack is a busy catalog
                 # store (SQLite lock), which clears within seconds.
@@ -360,8 +360,3 @@ def _keep_condition(committed: Offsets) -> Column:
 
 def _newest(a: int | None, b: int | None) -> int | None:
     return max((x for x in (a, b) if x is not None), default=None)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0][:300] if text else type(exc).__name__

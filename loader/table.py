@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from loader import keys
 from loader.config import LoaderConfig
-from loader.errors import CatalogUnavailable, LoaderError, TableNotFound
+from loader.errors import CatalogUnavailable, LoaderError, TableNotFound, first_line
 from loader.offsets import (
     Committed,
     Lease,
@@ -42,7 +42,7 @@ from loader.offsets import (
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
 
-__all__ = ["MainMoved", "TableState", "TableView", "now_ms", "root_cause", "unanswered"]
+__all__ = ["MainMoved", "TableState", "TableView", "now_ms"]
 
 log = logging.getLogger("icefloe.loader")
 
@@ -64,7 +64,7 @@ class MainMoved(Exception):
     """
 
 
-def unanswered(exc: BaseException, config: LoaderConfig) -> str | None:
+def _unanswered(exc: BaseException, config: LoaderConfig) -> str | None:
     """What did not answer, when ``exc`` says a service did not; else ``None``.
 
     The REST catalog (down, restarting, overloaded), or the table's storage (a network error
@@ -80,7 +80,7 @@ def unanswered(exc: BaseException, config: LoaderConfig) -> str | None:
     return None
 
 
-def root_cause(exc: BaseException) -> str:
+def _root_cause(exc: BaseException) -> str:
     """The innermost cause of ``exc`` in one line (``[Errno 111] Connection refused``)."""
     seen = {id(exc)}
     while True:
@@ -89,8 +89,7 @@ def root_cause(exc: BaseException) -> str:
             break
         seen.add(id(inner))
         exc = inner
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    return f"{type(exc).__name__}: {first_line(exc)}" if str(exc).strip() else type(exc).__name__
 
 
 def now_ms() -> int:
@@ -238,10 +237,10 @@ class TableView:
                 self.claim(instance, ttl_ms)
                 return
             except Exception as exc:
-                what = unanswered(exc, self.config)
+                what = _unanswered(exc, self.config)
                 if what is None:
                     raise
-                reason = root_cause(exc)
+                reason = _root_cause(exc)
                 if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
                     raise CatalogUnavailable(
                         f"{what} does not answer (waited {wait_s:g} s): {reason}"
