@@ -183,8 +183,8 @@ class LoaderJob:
         callbacks = logging.getLogger(_PY4J_CALLBACKS)
         if not any(isinstance(f, _NoDomainErrorTraces) for f in callbacks.filters):
             callbacks.addFilter(_NoDomainErrorTraces())
-        if cfg.jvm_decode:
-            check_available(self.spark)
+        # The take-over comes before Spark's JVM starts: a loader refused the table (or thawed
+        # after another took it over) says so in seconds instead of after a JVM's start.
         self.view.take_over(
             self.instance, self._ttl_ms, wait_s=CATALOG_START_WAIT_S, stop=self._stop
         )
@@ -202,6 +202,8 @@ class LoaderJob:
         cfg = self.config
         if self._start_cancelled(keeper):
             return
+        if cfg.jvm_decode:
+            check_available(self.spark)  # starts the session (and its JVM) unless one was given
         state = self.view.state()
 
         # Warm up first: the partitions are read last, as close to the query's start as can be,

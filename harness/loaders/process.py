@@ -15,7 +15,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,8 @@ from loader.transforms import Transform
 HOOK_ENVS = (KILL_AFTER_COMMIT_ENV, PAUSE_AT_ENV, PAUSE_AFTER_COMMITS_ENV, PAUSE_DELAY_MS_ENV)
 # The S3 secret reaches the loader through its environment, never its file or argv.
 SECRET_ENV = env_var("catalog.s3_secret_key")
+# How often ``retire`` asks whether the thawed loader holds the table again (a catalog read).
+RETIRE_LEASE_POLL_S = 2.0
 # The loader logs this when its streaming query has started (loader/job.py).
 _STARTED_MARK = "icefloe.loader: starting "
 
@@ -329,7 +331,9 @@ class LoaderProcess:
         """Whether the loader is stopped (by ``freeze`` or by its own pause hook)."""
         return self.process.is_paused()
 
-    def retire(self, timeout_s: float = 180.0) -> int | None:
+    def retire(
+        self, timeout_s: float = 180.0, holds_table: Callable[[], bool] | None = None
+    ) -> int | None:
         """Thaw a frozen loader that another loader has replaced and wait for it to step down.
 
         An exit with ``EXIT_NOT_OWNER`` (fenced off) is the expected end; any other exit is
@@ -338,6 +342,10 @@ class LoaderProcess:
 
         Args:
             timeout_s: How long to wait for the exit before killing it.
+            holds_table: Asked every ``RETIRE_LEASE_POLL_S`` while waiting: True when the thawed
+                loader holds the table again (its successor's lease lapsed, a catalog outage,
+                and it took the table back). It then has nothing to step down from: it is
+                killed at once, as it would be after ``timeout_s``.
 
         Returns:
             Its exit code, or None if it had to be killed.
@@ -349,10 +357,17 @@ class LoaderProcess:
             self.process.resume()
         self.history.record("loader", "info", "thawed", pid=pid)
         deadline = time.monotonic() + timeout_s
+        asked = time.monotonic()
         while not self.process.wait_exit(min(1.0, max(0.0, deadline - time.monotonic()))):
             if time.monotonic() >= deadline:
                 self.kill()
                 return None
+            if holds_table is not None and time.monotonic() - asked >= RETIRE_LEASE_POLL_S:
+                asked = time.monotonic()
+                if holds_table():
+                    self.history.record("loader", "info", "holds_table", pid=pid)
+                    self.kill()
+                    return None
             if self.process.is_paused():
                 self.process.resume()
                 self.history.record("loader", "info", "thawed", pid=pid, again=True)

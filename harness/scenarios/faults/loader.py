@@ -270,7 +270,17 @@ class ZombieLoader:
             loaders.current.thaw()
             return {"zombie_exit_code": None, "successor_running": False}
         time.sleep(self.params.run_s)  # the successor commits on top of what the zombie planned
-        code = self._zombie.retire(self.params.step_down_s)
+        zombie, thawed_ms = self._zombie, time.time() * 1000
+
+        def holds_table() -> bool:  # a lease it renewed after its thaw: it took the table back
+            lease = run.client.lease(run.names.table)
+            return bool(
+                lease is not None
+                and lease.owner == zombie.settings.loader_id
+                and lease.expires_ms > thawed_ms
+            )
+
+        code = zombie.retire(self.params.step_down_s, holds_table)
         self._zombie = None
         if not loaders.is_running():
             loaders.start(wait=self.params.restart == "wait")
