@@ -55,6 +55,7 @@ from loader.frames import warm_up
 from loader.leasekeeper import LeaseKeeper
 from loader.metrics import LoaderMetrics
 from loader.plain import check_available
+from loader.sessionstart import SessionStart
 from loader.sink import BatchSink
 from loader.table import TableView, now_ms
 from loader.topics import KafkaMetadata, starting_offsets_json
@@ -155,10 +156,13 @@ class LoaderJob:
     @property
     def spark(self) -> SparkSession:
         if self._spark is None:
-            from loader.spark import session
-
-            self._spark = session(self.config)
+            self._spark = self._session()
         return self._spark
+
+    def _session(self) -> SparkSession:
+        from loader.spark import session
+
+        return session(self.config)
 
     @property
     def checkpoint(self) -> str:
@@ -167,10 +171,12 @@ class LoaderJob:
     # -- lifecycle ---------------------------------------------------------
 
     def start(self) -> None:
-        """Check the lease, choose starting offsets and start the query.
+        """Take the table over, choose starting offsets and start the query.
 
-        The lease is renewed from a thread (``LeaseKeeper``) from the take-over until the
-        query runs, so a slow start-up does not let it lapse.
+        Spark's session (unless one was given) starts in a thread beside the take-over
+        (``SessionStart``). The lease is renewed from a thread (``LeaseKeeper``) from the
+        take-over until the query runs, so a slow start-up does not let it lapse; a start-up
+        fenced meanwhile stops without waiting for the JVM.
 
         Raises:
             ConcurrentLoader: another loader owns the table.
@@ -183,14 +189,17 @@ class LoaderJob:
         callbacks = logging.getLogger(_PY4J_CALLBACKS)
         if not any(isinstance(f, _NoDomainErrorTraces) for f in callbacks.filters):
             callbacks.addFilter(_NoDomainErrorTraces())
-        # The take-over comes before Spark's JVM starts: a loader refused the table (or thawed
-        # after another took it over) says so in seconds instead of after a JVM's start.
+        # Spark's JVM starts while the table is taken over: a loader refused the table (or
+        # fenced during its start-up) says so in seconds instead of after the JVM's start.
+        starting = None if self._spark is not None else SessionStart(self._session).begin()
         self.view.take_over(
             self.instance, self._ttl_ms, wait_s=CATALOG_START_WAIT_S, stop=self._stop
         )
         self._renewed_ms = now_ms()
         log.info("took over %s as loader %s (process %s)", cfg.table, cfg.loader_id, self.instance)
         with LeaseKeeper(self.view, self.instance, self._ttl_ms, self._renewed_ms) as keeper:
+            if starting is not None:  # None when fenced or stopped first (raised or logged next)
+                self._spark = starting.wait(lambda: bool(keeper.fenced or self._stop.is_set()))
             self._start_query(keeper)
         self._renewed_ms = max(self._renewed_ms, keeper.renewed_ms)
         if keeper.fenced is not None and self._fenced is None:  # lost as the query started
@@ -203,7 +212,7 @@ class LoaderJob:
         if self._start_cancelled(keeper):
             return
         if cfg.jvm_decode:
-            check_available(self.spark)  # starts the session (and its JVM) unless one was given
+            check_available(self.spark)
         state = self.view.state()
 
         # Warm up first: the partitions are read last, as close to the query's start as can be,
