@@ -213,7 +213,7 @@ class LoaderJob:
             return
         if cfg.jvm_decode:
             check_available(self.spark)
-        state = self.view.state()
+        state = self.view.read_state(wait_s=CATALOG_START_WAIT_S, stop=self._stop)
 
         # Warm up first: the partitions are read last, as close to the query's start as can be,
         # since Spark refuses starting offsets that miss a partition added in between.

@@ -38,8 +38,11 @@ maintenance moved main and the batch is planned again from step 1. A failed
 write or publish (a column dropped between reading the schema and writing, a
 busy or unreachable catalog) is retried from step 1 too: re-planning against
 the refreshed table is what makes a retry safe whether or not the failed
-commit landed. Staged snapshots that were never published are removed by
-``expire_snapshots`` with their files.
+commit landed. A write that failed while the table's schema changed counts as
+the table moving on (up to ``MAX_REPLANS``), not as one of ``MAX_ATTEMPTS``:
+under frequent schema changes every attempt can lose that race. Staged
+snapshots that were never published are removed by ``expire_snapshots`` with
+their files.
 
 With ``exactly_once = false`` step 3's filter is skipped: every record Spark
 replays is written again. With ``fencing = false`` steps 6-7 become one plain
@@ -170,10 +173,22 @@ class BatchSink:
                     ) from None
                 log.info("batch %s: the table moved on (%s); planning again", batch_id, exc)
             except _WriteFailed as exc:
-                failures += 1
                 cause = exc.__cause__ or exc
-                if failures >= MAX_ATTEMPTS:
+                changed = self._schema_changed()  # a schema change raced the write: not its fault
+                if changed is not None:
+                    moved += 1
+                else:
+                    failures += 1
+                if failures >= MAX_ATTEMPTS or moved >= MAX_REPLANS:
                     raise cause from None
+                if changed is not None:
+                    log.info(
+                        "batch %s: the table's schema changed (%s) while the batch was written; "
+                        "planning again",
+                        batch_id,
+                        changed,
+                    )
+                    continue
                 log.warning(
                     "batch %s: write failed (attempt %s), planning again: %s",
                     batch_id,
@@ -278,6 +293,26 @@ class BatchSink:
         except Exception as exc:
             raise _WriteFailed from exc
         self.metrics.commit_seconds.observe(time.monotonic() - started)
+
+    def _schema_changed(self) -> str | None:
+        """``"id A -> B"`` when the table's schema is no longer the one the last attempt was
+        planned with (a column added, dropped or renamed meanwhile); None when it is the same
+        or the table cannot be read now.
+
+        Raises:
+            Fenced: the table's lease is someone else's.
+        """
+        planned = self.last_state
+        if planned is None:
+            return None
+        try:
+            now = self.view.state()
+        except Exception:
+            return None  # the catalog is down: the retry's back-off is what helps then
+        self._check_owner(now)
+        if now.schema.schema_id == planned.schema.schema_id:
+            return None
+        return f"id {planned.schema.schema_id} -> {now.schema.schema_id}"
 
     def _check_owner(self, state: TableState) -> None:
         check_owner(str(self.config.table), self.config.loader_id, self.instance, state.lease)

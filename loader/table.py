@@ -21,9 +21,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from loader import keys
 from loader.config import LoaderConfig
@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 __all__ = ["MainMoved", "TableState", "TableView", "now_ms"]
 
 log = logging.getLogger("icefloe.loader")
+
+T = TypeVar("T")
 
 CLOCK_SKEW_MS = 1000
 """Clock skew allowed between loaders: a foreign lease counts as live this much longer."""
@@ -230,12 +232,25 @@ class TableView:
             TableNotFound: the table does not exist.
             LoaderError: the catalog kept refusing the commit.
         """
+        self._answered(lambda: self.claim(instance, ttl_ms), wait_s, stop)
+
+    def read_state(self, *, wait_s: float = 0.0, stop: threading.Event | None = None) -> TableState:
+        """``state``, waiting up to ``wait_s`` for a catalog that does not answer (the start-up
+        reads it right after the take-over: a catalog paused in between is waited for too).
+
+        Raises:
+            CatalogUnavailable: the catalog or its storage did not answer within ``wait_s``.
+        """
+        return self._answered(self.state, wait_s, stop)
+
+    def _answered(self, call: Callable[[], T], wait_s: float, stop: threading.Event | None) -> T:
+        """``call()``, tried every ``CATALOG_RETRY_S`` for ``wait_s`` while the catalog or the
+        table's storage does not answer; any other error is raised at once."""
         deadline = time.monotonic() + wait_s
         warned = False
         while True:
             try:
-                self.claim(instance, ttl_ms)
-                return
+                return call()
             except Exception as exc:
                 what = _unanswered(exc, self.config)
                 if what is None:

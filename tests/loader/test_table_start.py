@@ -127,3 +127,25 @@ def test_a_missing_table_is_named_with_what_to_do() -> None:
     v._catalog = Catalog()
     with pytest.raises(TableNotFound, match=r"lake\.s\.t does not exist .*http://catalog"):
         v.load()
+
+
+def test_the_state_read_after_the_take_over_waits_for_the_catalog_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import requests
+
+    v = view("http://127.0.0.1:1")
+    reads: list[int] = []
+
+    def state() -> str:
+        reads.append(1)
+        if len(reads) < 3:
+            raise requests.ConnectionError("Remote end closed connection without response")
+        return "the state"
+
+    monkeypatch.setattr(v, "state", state)
+    assert v.read_state(wait_s=30) == "the state"
+    assert len(reads) == 3
+    reads.clear()
+    with pytest.raises(CatalogUnavailable, match="Remote end closed"):
+        v.read_state(wait_s=0.0)

@@ -1,0 +1,100 @@
+"""How the sink retries a batch whose write failed (fakes, no Spark, no services).
+
+A write that failed while the table's schema changed (a column dropped, added or renamed
+between the plan and the append) lost a race, as a batch does when maintenance moves main: it
+is planned again without using up one of the ``MAX_ATTEMPTS`` kept for real failures.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from loader import sink as sink_module
+from loader.config import CatalogConfig, KafkaConfig, LoaderConfig, TableId
+from loader.errors import Fenced
+from loader.metrics import LoaderMetrics
+from loader.sink import MAX_ATTEMPTS, MAX_REPLANS, BatchSink, _WriteFailed
+
+
+def state(schema_id: int, owner: str = "me") -> Any:
+    lease = SimpleNamespace(owner=owner, instance="i", expires_ms=2**62)
+    return SimpleNamespace(schema=SimpleNamespace(schema_id=schema_id), lease=lease)
+
+
+class View:
+    """The table's schema id as each read finds it."""
+
+    def __init__(self, schema_ids: list[int], owner: str = "me") -> None:
+        self.schema_ids = schema_ids
+        self.reads = 0
+        self.owner = owner
+
+    def state(self) -> Any:
+        self.reads += 1
+        return state(self.schema_ids[min(self.reads, len(self.schema_ids)) - 1], self.owner)
+
+
+def sink_with(view: View, outcomes: list[int | None], monkeypatch: Any) -> BatchSink:
+    """A sink whose attempt N plans from schema ``outcomes[N]`` and fails (an int) or succeeds."""
+    config = LoaderConfig(
+        table=TableId.parse("lake.s.t"),
+        kafka=KafkaConfig(bootstrap="127.0.0.1:1", topics=("t",)),
+        catalog=CatalogConfig(uri="http://127.0.0.1:1"),
+        metrics_port=0,
+        loader_id="me",
+    )
+    sink = BatchSink(config, None, view, LoaderMetrics("lake.s.t"), None, "i")  # type: ignore[arg-type]
+    sink.attempts = []  # type: ignore[attr-defined]
+
+    def attempt(records: Any, batch_id: int, number: int) -> None:
+        planned = outcomes[len(sink.attempts)]  # type: ignore[attr-defined]
+        sink.attempts.append(number)  # type: ignore[attr-defined]
+        if planned is None:
+            return
+        sink.last_state = state(planned)
+        raise _WriteFailed from RuntimeError("Cannot write extra columns `xi2`")
+
+    monkeypatch.setattr(sink, "_attempt", attempt)
+    monkeypatch.setattr(sink_module.time, "sleep", lambda s: None)
+    return sink
+
+
+def process(sink: BatchSink) -> None:
+    sink._process(SimpleNamespace(select=lambda *c: None), 7)  # type: ignore[arg-type]
+
+
+def test_writes_that_lose_the_race_with_schema_changes_are_planned_again(
+    monkeypatch: Any,
+) -> None:
+    # Every attempt fails because the schema changed under it, more times than MAX_ATTEMPTS.
+    races = MAX_ATTEMPTS + 2
+    view = View([i + 1 for i in range(races)])
+    sink = sink_with(view, [*range(races), None], monkeypatch)
+    process(sink)
+    assert sink.attempts == list(range(1, races + 2))  # type: ignore[attr-defined]
+
+
+def test_a_failure_with_the_schema_unchanged_counts_towards_max_attempts(
+    monkeypatch: Any,
+) -> None:
+    sink = sink_with(View([5]), [5] * MAX_ATTEMPTS, monkeypatch)
+    with pytest.raises(RuntimeError, match="extra columns"):
+        process(sink)
+    assert len(sink.attempts) == MAX_ATTEMPTS  # type: ignore[attr-defined]
+
+
+def test_schema_races_are_bounded_too(monkeypatch: Any) -> None:
+    view = View(list(range(1, MAX_REPLANS + 2)))
+    sink = sink_with(view, list(range(MAX_REPLANS + 1)), monkeypatch)
+    with pytest.raises(RuntimeError, match="extra columns"):
+        process(sink)
+    assert len(sink.attempts) == MAX_REPLANS  # type: ignore[attr-defined]
+
+
+def test_a_write_failed_because_the_table_was_taken_over_steps_down(monkeypatch: Any) -> None:
+    sink = sink_with(View([2], owner="other"), [1, None], monkeypatch)
+    with pytest.raises(Fenced):
+        process(sink)
