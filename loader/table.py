@@ -291,11 +291,15 @@ class TableView:
             check_lease(str(self.config.table), me, now_ms(), [lease], skew_ms=CLOCK_SKEW_MS)
             props = {**lease_properties(me, instance, now_ms(), ttl_ms), keys.WAP_ENABLED: "true"}
             claim = {keys.CLAIM: me, keys.LOADER_ID: me, keys.INSTANCE: instance}
+            tx = table.transaction()
+            tx.set_properties(props)
+            with tx.update_snapshot(snapshot_properties=claim).fast_append():
+                pass  # no files: the snapshot exists to move main
             try:
-                with table.transaction() as tx:
-                    tx.set_properties(props)
-                    with tx.update_snapshot(snapshot_properties=claim).fast_append():
-                        pass  # no files: the snapshot exists to move main
+                # Committed once, as built. ``Transaction.commit_transaction`` would retry a
+                # refused commit on top of the table as it is now, that is on top of a rival's
+                # take-over, and overwrite its live lease without reading it (pyiceberg 0.12).
+                self.catalog().commit_table(table, tx._requirements, tx._updates)
                 return
             except CommitFailedException as exc:
                 log.info("take-over of %s raced another commit (%s); reading again", me, exc)
