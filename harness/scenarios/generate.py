@@ -118,7 +118,9 @@ _CI_LOADER_KINDS = ("kill_now", "kill_now", "kill_now", "kill_now", "kill_commit
 # ``cf579f9`` measured 7.3 s per start-up kill and 75 s per start-up zombie, 30-64 s of it the
 # successor's start: such a zombie now waits only for the successor's take-over. The hour of
 # ``2f210fe``: 7.4 s per start-up kill, a start-up zombie 59 s median, and 110 loader faults in
-# all, of which 20 zombies; the five paced kinds took 40% of the lane. Hence 46 : 10.)
+# all, of which 20 zombies; the five paced kinds took 40% of the lane. Hence 46 : 10, and the
+# hour of ``dca60d7`` held 113 kills and 27 zombies: 8.2 s per start-up kill, 56 s per start-up
+# zombie.)
 _SOAK_LOADER_KINDS = (
     *("kill_start",) * 46,
     "kill_now",
