@@ -86,6 +86,11 @@ class Profile:
             to be shrunk keeps them fixed, so shrinking spends its runs on what matters.
         zombie_after_commits: Commits a loader armed for a zombie makes before its hook may
             freeze it (the soak, which paces loader faults by commits: 1).
+        restarts: How a killed loader is restarted (``launch``, ``wait``: drawn from these).
+            The ``ci`` profile only launches: a kill that waits for the restart costs 25-35 s
+            of its loader lane, and its 8 minutes hold no more than a few.
+        zombie_successor: How far a zombie's successor gets before the thaw (``started`` or
+            ``took_over``), for zombies frozen ``now`` or at a point of a batch.
     """
 
     name: str
@@ -102,6 +107,8 @@ class Profile:
     services: tuple[str, ...] = ("kafka", "minio", "catalog", "trino")
     varied: bool = True
     zombie_after_commits: int = 0
+    restarts: tuple[str, ...] = ("launch", "wait")
+    zombie_successor: str = "started"
 
 
 # A loader's first commit after a start comes 1-3 minutes later on a busy 2-core machine: the
@@ -151,6 +158,8 @@ PROFILES: dict[str, Profile] = {
         max_pause_s=15,
         services=("kafka", "minio", "catalog"),
         await_timeout_s=300.0,
+        restarts=("launch",),
+        zombie_successor="took_over",
     ),
     "soak": Profile(
         "soak",
@@ -202,7 +211,7 @@ def _choice(profile: Profile, values: Sequence[Any]) -> st.SearchStrategy[Any]:
 
 
 def _loader_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, Any, float]]:
-    restart = _choice(profile, ["launch", "wait"])
+    restart = _choice(profile, list(profile.restarts))
     if name == "kill_now":
         params = st.builds(KillLoaderParams, at=st.just("now"), restart=restart)
         return params.map(lambda p: _event("kill_loader", p))
@@ -242,7 +251,7 @@ def _loader_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, A
         freeze_timeout_s=st.just(240.0),
         step_down_s=st.just(120.0),
         # Frozen during a start-up, a zombie needs only the successor's take-over to be fenced.
-        successor=st.just("took_over" if name == "zombie_start" else "started"),
+        successor=st.just("took_over" if name == "zombie_start" else profile.zombie_successor),
     )
     return zombie.map(lambda p: _event("zombie_loader", p))
 

@@ -40,6 +40,15 @@ def test_ci_schedules_have_forty_faults_and_ten_loader_kills(schedule: Schedule)
     counts = schedule.counts()
     assert len(schedule.faults) >= 40 and counts["kill_loader"] >= 10
     assert {f.lane for f in schedule.faults} == set(PROFILES["ci"].lanes)
+    # What keeps the profile inside its minutes: no kill waits for the restart, and a zombie's
+    # successor is awaited only until it has taken the table over.
+    loader = [f.params for f in schedule.faults if f.lane == "loader"]
+    assert all(p.restart == "launch" for p in loader if f_kind(p) == "kill")
+    assert all(p.successor == "took_over" for p in loader if f_kind(p) == "zombie")
+
+
+def f_kind(params: Any) -> str:
+    return "kill" if isinstance(params, KillLoaderParams) else "zombie"
 
 
 @FAST
