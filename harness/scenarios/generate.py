@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from hypothesis import strategies as st
 
@@ -107,8 +107,8 @@ class Profile:
     services: tuple[str, ...] = ("kafka", "minio", "catalog", "trino")
     varied: bool = True
     zombie_after_commits: int = 0
-    restarts: tuple[str, ...] = ("launch", "wait")
-    zombie_successor: str = "started"
+    restarts: tuple[Literal["launch", "wait"], ...] = ("launch", "wait")
+    zombie_successor: Literal["started", "took_over"] = "started"
 
 
 # A loader's first commit after a start comes 1-3 minutes later on a busy 2-core machine: the
