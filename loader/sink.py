@@ -54,6 +54,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
@@ -382,15 +383,31 @@ def _keep_condition(committed: Offsets) -> Column:
     A record is kept when its partition has no committed offset or its offset is
     at or above it; everything below was committed by an earlier snapshot (a
     replayed batch, a restart after a kill between the commit and the checkpoint).
+
+    The offsets are one map literal (topic -> partition -> offset), looked up per record.
+    Spark inlines a number literal into the code it generates for a query but passes a map
+    literal as a reference, so the code is the same for every batch and compiled once;
+    with a literal per partition (``offset >= 1234``) every batch, whose offsets differ,
+    compiled its stages anew.
     """
-    known: Column = F.lit(False)
-    keep: Column = F.lit(False)
-    for topic, partitions in sorted(committed.items()):
-        for partition, done in sorted(partitions.items()):
-            here = (F.col("topic") == topic) & (F.col("partition") == partition)
-            known = known | here
-            keep = keep | (here & (F.col("offset") >= done))
-    return keep | ~known
+    topics = [(topic, partitions) for topic, partitions in sorted(committed.items()) if partitions]
+    if not topics:
+        return F.lit(True)
+    done_by_topic = F.create_map(
+        *chain.from_iterable((F.lit(topic), _int_map(partitions)) for topic, partitions in topics)
+    )
+    done = done_by_topic[F.col("topic")][F.col("partition")]
+    return done.isNull() | (F.col("offset") >= done)
+
+
+def _int_map(offsets: dict[int, int]) -> Column:
+    """A ``map<int, bigint>`` of partition -> offset."""
+    return F.create_map(
+        *chain.from_iterable(
+            (F.lit(partition).cast("int"), F.lit(offset).cast("bigint"))
+            for partition, offset in sorted(offsets.items())
+        )
+    )
 
 
 def _newest(a: int | None, b: int | None) -> int | None:
