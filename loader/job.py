@@ -440,6 +440,8 @@ class LoaderJob:
             log.debug("lag metrics failed: %s", exc)
 
     def _update_lag(self) -> None:
+        if self.config.metrics_port == 0:  # nobody can read them: spare the batches the reads
+            return
         if self._kafka is None or self.sink is None or self.sink.last_state is None:
             return
         # Read afresh: the state the last batch was planned from predates its own commit, so
