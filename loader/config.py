@@ -84,6 +84,12 @@ def _check(ok: bool, field: str, message: str) -> None:
         raise Invalid(field, message)
 
 
+DEFAULT_MAX_OFFSETS_PER_TRIGGER = 200_000
+"""Records per batch unless set: a backlog of 1,000,000 reference rows in one batch ran the
+default 1 GiB driver out of heap while caching the decoded batch; 200,000 fit and keep the
+per-batch fixed cost small beside the work (``docs/benchmarks.md``)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class KafkaConfig:
     """``[kafka]``: where to read from, and the client's security settings."""
@@ -96,7 +102,10 @@ class KafkaConfig:
         help="where a table with nothing committed starts: earliest, latest or Spark JSON offsets",
     )
     max_offsets_per_trigger: int | None = setting(
-        None, codec=INTEGER, help="at most this many records per micro-batch"
+        DEFAULT_MAX_OFFSETS_PER_TRIGGER,
+        codec=INTEGER,
+        help="at most this many records per micro-batch (a batch is held in memory while it "
+        "is written: a large backlog in one batch can exhaust the driver's heap)",
     )
     security_protocol: str = setting("PLAINTEXT", help="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL")
     sasl_mechanism: str | None = setting(
@@ -283,6 +292,13 @@ class SparkConfig:
         "leaves its scratch files there",
     )
 
+    class_data: str | None = setting(
+        None,
+        help="a JVM class-data archive that shortens Spark's start: mapped when the file "
+        "exists, else made by this run when its JVM exits (after a committed batch); one per "
+        "JDK and set of jars, no spaces",
+    )
+
     log_level: str = setting(
         "ERROR",
         help="the level of Spark's own log (also under spark-submit): WARN shows its "
@@ -296,6 +312,11 @@ class SparkConfig:
             not self.local_dir or not any(c.isspace() for c in self.local_dir),
             "local_dir",
             "must not contain spaces (it is passed to the JVM as -Djava.io.tmpdir)",
+        )
+        _check(
+            not self.class_data or not any(c.isspace() for c in self.class_data),
+            "class_data",
+            "must not contain spaces (it is passed to the JVM as an option)",
         )
         _check(
             self.log_level.upper() in SPARK_LOG_LEVELS,

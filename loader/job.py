@@ -48,6 +48,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from loader.classdata import ClassData
 from loader.config import LoaderConfig
 from loader.deadletter import DeadLetterProducer
 from loader.errors import Fenced, LoaderError
@@ -57,6 +58,7 @@ from loader.metrics import LoaderMetrics
 from loader.plain import check_available
 from loader.sessionstart import SessionStart
 from loader.sink import BatchSink
+from loader.spark import under_spark_submit
 from loader.table import TableView, now_ms
 from loader.topics import KafkaMetadata, starting_offsets_json
 
@@ -152,6 +154,9 @@ class LoaderJob:
         self._fenced: Fenced | None = None
         self._jvm_gone = False
         self._stop_began: float | None = None
+        # Under spark-submit or with a session given, the JVM is not this process's to shape.
+        own_jvm = spark is None and not under_spark_submit()
+        self._class_data = ClassData.plan(config.spark.class_data if own_jvm else None)
 
     @property
     def spark(self) -> SparkSession:
@@ -162,7 +167,7 @@ class LoaderJob:
     def _session(self) -> SparkSession:
         from loader.spark import session
 
-        return session(self.config)
+        return session(self.config, class_data=self._class_data)
 
     @property
     def checkpoint(self) -> str:
@@ -348,6 +353,7 @@ class LoaderJob:
             return self._after_jvm_exit(exc)
         finally:
             self.stop()
+            self._class_data.finish(self._spark, keep=bool(self.sink and self.sink.commits))
             for sig, previous in installed.items():
                 signal.signal(sig, previous)
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loader.classdata import ClassData
 from loader.config import LoaderConfig
 from loader.errors import ConfigError
 
@@ -115,16 +116,16 @@ def _log_options(level: str) -> str:
     )
 
 
-def _scratch_options(log_level: str, local_dir: str | None) -> dict[str, str]:
-    """The driver JVM's options (its log level) and ``[spark] local_dir`` as Spark's scratch
-    folder and the JVM's temp folder.
+def _scratch_options(log_level: str, local_dir: str | None, java: str = "") -> dict[str, str]:
+    """The driver JVM's options (its log level, then ``java``) and ``[spark] local_dir`` as
+    Spark's scratch folder and the JVM's temp folder.
 
     Spark's block manager, ``userFiles`` and PySpark folders go to ``spark.local.dir``; the
     JVM's own temp files (native libraries unpacked by lz4 and snappy, Spark's artifact
     folder, Iceberg's S3 upload staging) go to ``java.io.tmpdir``. A loader killed with kill -9
     removes none of them, so both point into the one folder.
     """
-    java = _log_options(log_level)
+    java = f"{_log_options(log_level)} {java}".strip()
     if not local_dir:
         return {"spark.driver.extraJavaOptions": java}
     return {
@@ -146,7 +147,7 @@ def _jar_options(master: str, jars: tuple[str, ...]) -> dict[str, str]:
     return {"spark.jars": ",".join(jars)}
 
 
-def _builder_options(config: LoaderConfig) -> dict[str, str]:
+def _builder_options(config: LoaderConfig, java: str = "") -> dict[str, str]:
     opts = {
         "spark.app.name": f"icefloe-loader-{config.loader_id}",
         "spark.sql.extensions": (
@@ -171,19 +172,25 @@ def _builder_options(config: LoaderConfig) -> dict[str, str]:
                 "spark.driver.bindAddress": "127.0.0.1",
                 "spark.driver.host": "127.0.0.1",
                 **_jar_options(config.spark.master, config.spark.jars),
-                **_scratch_options(config.spark.log_level, config.spark.local_dir),
+                **_scratch_options(config.spark.log_level, config.spark.local_dir, java),
             }
         )
     opts.update(catalog_options(config, secrets=False))
     return opts
 
 
-def session(config: LoaderConfig, extra: Mapping[str, str] | None = None) -> SparkSession:
+def session(
+    config: LoaderConfig,
+    extra: Mapping[str, str] | None = None,
+    class_data: ClassData | None = None,
+) -> SparkSession:
     """Create (or reuse) the Spark session for ``config``.
 
     Args:
         config: the loader configuration.
         extra: further non-secret builder options (tests, benchmarks).
+        class_data: what the driver JVM does with ``[spark] class_data`` (planned by the
+            caller, who finishes it when the run ends); None: no archive.
 
     Returns:
         A session whose catalog ``config.table.catalog`` is the Iceberg REST catalog.
@@ -204,7 +211,8 @@ def session(config: LoaderConfig, extra: Mapping[str, str] | None = None) -> Spa
     from pyspark.sql import SparkSession
 
     builder: Any = SparkSession.builder
-    for key, value in {**_builder_options(config), **(extra or {})}.items():
+    java = class_data.java_options() if class_data is not None else ""
+    for key, value in {**_builder_options(config, java), **(extra or {})}.items():
         builder = builder.config(key, value)
     spark: SparkSession = builder.getOrCreate()
     spark.sparkContext.setLogLevel(config.spark.log_level.upper())

@@ -28,10 +28,12 @@ from loader.secret import Secret
 
 
 def provisioned_spark(cache: Path, spark: SparkConfig | None = None) -> SparkConfig:
-    """``spark`` with the provisioned jars and Java home wherever it names none.
+    """``spark`` with the provisioned jars, Java home and class-data archive wherever it names
+    none.
 
     The jars are the Spark extras (Iceberg runtime, AWS bundle, Kafka source) and the loader's
-    own jar (its JVM decoder).
+    own jar (its JVM decoder). The class-data archive (``loader.classdata``) is the cache's one
+    for this Java and these jars.
 
     Args:
         cache: the provisioning cache.
@@ -53,7 +55,8 @@ def provisioned_spark(cache: Path, spark: SparkConfig | None = None) -> SparkCon
             )
         jars += (str(layout.loader_jar),)
     java_home = spark.java_home or str(jdk.choose("spark", cache).home)
-    return dataclasses.replace(spark, jars=jars, java_home=java_home)
+    class_data = spark.class_data or str(Layout(cache).loader_class_data(java_home, jars))
+    return dataclasses.replace(spark, jars=jars, java_home=java_home, class_data=class_data)
 
 
 def with_provisioned_spark(config: LoaderConfig, cache: Path) -> LoaderConfig:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import os
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +19,8 @@ import loader
 from harness.provision import versions
 
 ENV_CACHE = "ICEFLOE_CACHE"
+CLASS_DATA_KEEP_S = 14 * 86400
+"""Class-data archives older than this are removed when a new one is about to be made."""
 ECJ = versions.MavenArtifact("org.eclipse.jdt", "ecj", "3.40.0")
 
 
@@ -97,3 +102,50 @@ class Layout:
     @property
     def go_cache(self) -> Path:
         return self.cache / "go"
+
+    @property
+    def class_data(self) -> Path:
+        return self.cache / "class-data"
+
+    def loader_class_data(self, java_home: str, jars: Sequence[str]) -> Path:
+        """The loader JVM's class-data archive for this Java and class path (``[spark]
+        class_data``).
+
+        The JVM uses an archive only with the Java and the class path it was made with (jar
+        paths, sizes and times), so its name is a digest of them and of pyspark's own jars: a
+        new JDK, new jars or another checkout's virtualenv gets an archive of its own, made by
+        its first loader. Archives older than ``CLASS_DATA_KEEP_S`` are removed before a new one
+        is made.
+        """
+        digest = hashlib.sha256(str(Path(java_home).resolve()).encode())
+        release = Path(java_home) / "release"
+        if release.is_file():
+            digest.update(release.read_bytes())
+        spec = importlib.util.find_spec("pyspark")
+        pyspark_jars = Path(spec.origin).parent / "jars" if spec and spec.origin else None
+        entries = [Path(j) for j in jars]
+        if pyspark_jars is not None and pyspark_jars.is_dir():
+            entries += sorted(pyspark_jars.glob("*.jar"))
+        for entry in entries:
+            try:
+                st = entry.stat()
+            except OSError:
+                continue
+            digest.update(f"{entry}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        archive = self.class_data / f"loader-{digest.hexdigest()[:16]}.jsa"
+        if not archive.exists():
+            _remove_old(self.class_data, CLASS_DATA_KEEP_S)
+        return archive
+
+
+def _remove_old(folder: Path, age_s: float) -> None:
+    """Remove the files in ``folder`` last written more than ``age_s`` ago."""
+    if not folder.is_dir():
+        return
+    cutoff = time.time() - age_s
+    for path in folder.iterdir():
+        try:
+            if path.is_file() and path.stat().st_mtime < cutoff:
+                path.unlink()
+        except OSError:
+            pass  # removed by another process

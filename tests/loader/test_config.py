@@ -365,6 +365,23 @@ def test_spark_local_dir_is_set_only_when_configured(
         load(tmp_path, env={"ICEFLOE_LOADER_SPARK_LOCAL_DIR": "/my scratch"})
 
 
+def test_the_class_data_options_follow_the_log_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from loader import spark
+
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+    options = spark._builder_options(load(tmp_path), "-XX:SharedArchiveFile=/c/l.jsa")
+    java = options["spark.driver.extraJavaOptions"].split()
+    assert java[-1] == "-XX:SharedArchiveFile=/c/l.jsa"
+    assert any(o.startswith("-Dlog4j2.configurationFile=") for o in java)
+
+
+def test_a_batch_is_capped_unless_set(tmp_path: Path) -> None:
+    assert load(tmp_path).kafka.max_offsets_per_trigger == 200_000
+    assert load(tmp_path).kafka.spark_options()["maxOffsetsPerTrigger"] == "200000"
+
+
 # --- one model: names derived from fields, help for every flag, TOML written back ---------
 
 # Every key the loader has ever read; users' files and environments keep working.
@@ -403,6 +420,7 @@ KNOWN_KEYS = [
     "spark.jars",
     "spark.log_level",
     "spark.local_dir",
+    "spark.class_data",
     "catalog.uri",
     "catalog.warehouse",
     "catalog.s3_endpoint",

@@ -1,0 +1,137 @@
+"""Class data: a JVM class-data archive that shortens the start of Spark's JVM.
+
+Spark's driver loads some twenty thousand classes (Spark, Iceberg, the AWS SDK, Kafka, Parquet)
+before and during its first batches. Reading them from a class-data archive (the JVM's CDS),
+mapped into memory already parsed and verified, is faster than loading each from its jar.
+``[spark] class_data`` names the archive:
+
+* when the file exists, the JVM maps it (``-XX:SharedArchiveFile``);
+* when it does not, this run makes it: the JVM writes the classes it loaded to a file of its own
+  beside it when it exits (``-XX:ArchiveClassesAtExit``), and the loader moves that file into
+  place once the JVM is gone, if the run committed a batch (so the archive holds the classes of
+  the write path, not only those of a start-up). Two loaders making it at once each write their
+  own file; the last one moved in wins, whole.
+
+An archive belongs to one JDK and one class path: a JVM started with another Java or other
+jars finds it does not match and runs without it, slower but otherwise the same. Delete the file
+to make it again. The JVM's own notices about the archive are off (``-Xlog:cds*=off``), so a
+mismatch is silent. Making the archive needs the JDK's base archive (``lib/server/classes.jsa``,
+made by ``java -Xshare:dump``); without one the JVM runs without an archive.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ClassData"]
+
+log = logging.getLogger("icefloe.loader")
+
+QUIET = "-Xlog:cds*=off"
+"""The JVM's notices about class-data archives (a mismatch, classes it skipped) are off."""
+
+DUMP_SUFFIX = ".making"
+"""The suffix of an archive a JVM is writing; moved into place when it is whole."""
+
+STALE_DUMP_S = 3600.0
+"""A file being made this long ago belongs to a JVM that was killed: it is removed."""
+
+JVM_EXIT_WAIT_S = 60.0
+"""How long the loader waits for its JVM to write the archive and exit."""
+
+
+@dataclass(frozen=True)
+class ClassData:
+    """What this run does with the class-data archive ``[spark] class_data`` names.
+
+    Attributes:
+        archive: the archive, or None when none is configured.
+        making: the file this run's JVM writes at exit, or None when it maps ``archive`` (or
+            there is none).
+    """
+
+    archive: Path | None = None
+    making: Path | None = None
+
+    @classmethod
+    def plan(cls, archive: str | None) -> ClassData:
+        """Map ``archive`` if it exists, else make it in this run."""
+        if not archive:
+            return cls()
+        path = Path(archive)
+        if path.is_file():
+            return cls(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale(path)
+        return cls(path, path.with_name(f"{path.name}.{uuid.uuid4().hex[:8]}{DUMP_SUFFIX}"))
+
+    def java_options(self) -> str:
+        """The driver JVM's options for this plan ("" when there is no archive)."""
+        if self.archive is None:
+            return ""
+        if self.making is not None:
+            return f"-XX:ArchiveClassesAtExit={self.making} {QUIET}"
+        return f"-XX:SharedArchiveFile={self.archive} {QUIET}"
+
+    def finish(self, spark: Any, keep: bool) -> None:
+        """After the run: when this run makes the archive, let the JVM write it and exit, then
+        move it into place if ``keep`` (a batch was committed), else remove it.
+
+        Args:
+            spark: the run's session (None if Spark never started).
+            keep: whether the archive is worth keeping.
+        """
+        if self.making is None or self.archive is None:
+            return
+        if spark is not None:
+            _exit_jvm(spark)
+        if not self.making.is_file():
+            return  # the JVM wrote nothing: no base archive, or it was killed
+        try:
+            if keep:
+                os.replace(self.making, self.archive)
+                log.info("made the class-data archive %s for the next starts", self.archive)
+            else:
+                self.making.unlink(missing_ok=True)
+        except OSError as exc:  # never worth failing a run for
+            log.warning("class-data archive %s: %s", self.archive, exc)
+
+
+def _exit_jvm(spark: Any) -> None:
+    """Stop Spark and let its JVM exit, which writes the archive, and wait for it."""
+    context = spark.sparkContext
+    gateway: Any = getattr(context, "_gateway", None)
+    proc = getattr(gateway, "proc", None)
+    try:
+        spark.stop()
+    except Exception as exc:  # the JVM may be gone already: then there is nothing to wait for
+        log.debug("stopping Spark before writing the class-data archive: %s", exc)
+    if proc is None:
+        return
+    try:
+        gateway.shutdown()
+    except Exception as exc:
+        log.debug("closing the JVM gateway: %s", exc)
+    if proc.stdin is not None:
+        proc.stdin.close()  # the gateway JVM exits when its stdin closes
+    try:
+        proc.wait(timeout=JVM_EXIT_WAIT_S)
+    except Exception as exc:
+        log.warning("Spark's JVM did not exit in %.0f s: %s", JVM_EXIT_WAIT_S, exc)
+
+
+def _remove_stale(archive: Path) -> None:
+    """Remove files being made beside ``archive`` by JVMs that were killed long ago."""
+    now = time.time()
+    for stale in archive.parent.glob(f"{archive.name}.*{DUMP_SUFFIX}"):
+        try:
+            if now - stale.stat().st_mtime > STALE_DUMP_S:
+                stale.unlink()
+        except OSError:
+            pass  # another loader removed it
