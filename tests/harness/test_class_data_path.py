@@ -7,6 +7,7 @@ import os
 import time
 from pathlib import Path
 
+from harness.provision.jdk import make_base_class_data
 from harness.provision.layout import CLASS_DATA_KEEP_S, Layout
 
 
@@ -38,3 +39,19 @@ def test_old_archives_go_when_a_new_one_is_made(tmp_path: Path) -> None:
     os.utime(old, (past, past))
     layout.loader_class_data(str(tmp_path), [])
     assert not old.exists() and recent.exists()
+
+
+def test_a_jdk_without_a_base_archive_gets_one_once(tmp_path: Path) -> None:
+    home = tmp_path / "jdk"
+    (home / "bin").mkdir(parents=True)
+    (home / "lib" / "server").mkdir(parents=True)
+    calls = tmp_path / "calls"
+    java = home / "bin" / "java"  # stands in for the JDK's java: records the call, dumps
+    java.write_text(
+        f'#!/bin/sh\necho "$@" >> {calls}\n: > {home / "lib" / "server" / "classes.jsa"}\n'
+    )
+    java.chmod(0o755)
+    make_base_class_data(home)
+    make_base_class_data(home)  # there now: not made again
+    assert calls.read_text().split("\n")[0].startswith("-Xshare:dump")
+    assert len(calls.read_text().splitlines()) == 1
