@@ -141,6 +141,7 @@ def test_a_loader_frozen_past_its_lease_is_fenced_and_the_successor_loads_everyt
         kill_if_running(a, b)
 
 
+@pytest.mark.slow  # a break: proves the check can fail; `pytest -m slow`
 def test_without_fencing_the_frozen_loader_duplicates_rows(
     stack: Any,
     iceberg_catalog: Any,
