@@ -25,11 +25,12 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ClassData"]
+__all__ = ["ClassData", "remove_older"]
 
 log = logging.getLogger("icefloe.loader")
 
@@ -128,10 +129,15 @@ def _exit_jvm(spark: Any) -> None:
 
 def _remove_stale(archive: Path) -> None:
     """Remove files being made beside ``archive`` by JVMs that were killed long ago."""
-    now = time.time()
-    for stale in archive.parent.glob(f"{archive.name}.*{DUMP_SUFFIX}"):
+    remove_older(archive.parent.glob(f"{archive.name}.*{DUMP_SUFFIX}"), STALE_DUMP_S)
+
+
+def remove_older(paths: Iterable[Path], age_s: float) -> None:
+    """Remove those of ``paths`` that are files last written more than ``age_s`` ago."""
+    cutoff = time.time() - age_s
+    for path in paths:
         try:
-            if now - stale.stat().st_mtime > STALE_DUMP_S:
-                stale.unlink()
+            if path.is_file() and path.stat().st_mtime < cutoff:
+                path.unlink()
         except OSError:
-            pass  # another loader removed it
+            pass  # removed meanwhile by another process

@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.console import say
 from harness.provision import versions
 
 ENV_NO_SYSTEM_JDK = "ICEFLOE_NO_SYSTEM_JDK"  # "1": ignore the machine's JDKs, use PyPI's
@@ -117,7 +118,7 @@ def make_base_class_data(home: Path) -> None:
         [str(java), "-Xshare:dump", "-Xlog:cds*=off"], capture_output=True, check=False
     )
     if done.returncode != 0:
-        print(f"no base class-data archive for {home}: {done.stderr.decode()[-300:]}")
+        say(f"no base class-data archive for {home}: {done.stderr.decode()[-300:]}")
 
 
 def choose(service: str, cache: Path, *, install: bool = False) -> Jdk:

@@ -10,13 +10,13 @@ import functools
 import hashlib
 import importlib.util
 import os
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import loader
 from harness.provision import versions
+from loader.classdata import remove_older
 
 ENV_CACHE = "ICEFLOE_CACHE"
 CLASS_DATA_KEEP_S = 14 * 86400
@@ -133,19 +133,6 @@ class Layout:
                 continue
             digest.update(f"{entry}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
         archive = self.class_data / f"loader-{digest.hexdigest()[:16]}.jsa"
-        if not archive.exists():
-            _remove_old(self.class_data, CLASS_DATA_KEEP_S)
+        if not archive.exists() and self.class_data.is_dir():
+            remove_older(self.class_data.iterdir(), CLASS_DATA_KEEP_S)
         return archive
-
-
-def _remove_old(folder: Path, age_s: float) -> None:
-    """Remove the files in ``folder`` last written more than ``age_s`` ago."""
-    if not folder.is_dir():
-        return
-    cutoff = time.time() - age_s
-    for path in folder.iterdir():
-        try:
-            if path.is_file() and path.stat().st_mtime < cutoff:
-                path.unlink()
-        except OSError:
-            pass  # removed by another process
