@@ -15,6 +15,12 @@ Records are decoded in the executors in two tiers:
 * the rejects, collected by ``summary()`` too, in a second job only when some records went
   to Python;
 * ``rows()``: the valid rows, for the append (the write job reads them from the caches).
+
+A few declined records (at most ``DRIVER_DECODE_MAX_RECORDS`` and ``DRIVER_DECODE_MAX_BYTES``,
+the usual case: the batch's malformed records) are decoded on the driver instead: collected
+as Arrow and run through the same ``batch.decode_arrow``. That spares the batch a Spark job
+through the Python workers, whose fixed cost (about half a second on two cores) outweighs the
+decoding of a few records; the rows and rejects are the same either way.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark import StorageLevel
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
 from loader.batch import (
     KAFKA_COLUMNS,
@@ -31,18 +38,29 @@ from loader.batch import (
     REJECT_COLUMN,
     BatchSide,
     arrow_decoder,
+    decode_arrow,
     decoded_schema,
     merge_side,
 )
 from loader.errors import LoaderError
+from loader.parse import spark_schema
 from loader.plain import Ineligible, plain_column
-from loader.record import DecodeOptions
+from loader.record import DecodeOptions, RecordDecoder
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
     from pyspark.sql import Column, DataFrame
 
-__all__ = ["KAFKA_SCHEMA_DDL", "PLAIN_COLUMN", "RAW_COLUMN", "DecodedBatch", "warm_up"]
+__all__ = [
+    "DRIVER_DECODE_MAX_BYTES",
+    "DRIVER_DECODE_MAX_RECORDS",
+    "KAFKA_SCHEMA_DDL",
+    "PLAIN_COLUMN",
+    "RAW_COLUMN",
+    "DecodedBatch",
+    "all_nullable",
+    "warm_up",
+]
 
 PLAIN_COLUMN = "_icefloe_plain"
 """The JVM path's row (a struct of the table's columns), null for a declined record."""
@@ -50,6 +68,12 @@ PLAIN_COLUMN = "_icefloe_plain"
 RAW_COLUMN = "_icefloe_raw"
 """A declined record's Kafka columns (a struct), null for a record the JVM path decoded."""
 
+
+DRIVER_DECODE_MAX_RECORDS = 2_000
+"""A batch's declined records are decoded on the driver when there are at most this many..."""
+
+DRIVER_DECODE_MAX_BYTES = 16 * 1024 * 1024
+"""...and their values hold at most this many bytes; more go through the Python workers."""
 
 KAFKA_SCHEMA_DDL = (
     "key binary, value binary, topic string, partition int, offset long, "
@@ -62,8 +86,9 @@ def warm_up(spark: Any, schema: Schema, options: DecodeOptions, jvm: bool) -> No
     """Decode a few made-up records the way a batch is decoded, so the first batch is not cold.
 
     Starts the Python workers (one per core: Spark reuses them), loads the JVM decoder and
-    Arrow on both sides. Records: an empty object (the JVM path, or the Python parser when it
-    declines it) and a malformed one (the Python parser), in every default partition.
+    Arrow on both sides, and decodes declined records on the driver once. Records: an empty
+    object (the JVM path, or the Python parser when it declines it) and a malformed one (the
+    Python parser), in every default partition.
 
     Args:
         spark: the loader's session.
@@ -79,15 +104,18 @@ def warm_up(spark: Any, schema: Schema, options: DecodeOptions, jvm: bool) -> No
         (None, b"{}" if i % 2 == 0 else b"{", "warm-up", i, 0, when, []) for i in range(n)
     ]
     records = spark.createDataFrame(rows, KAFKA_SCHEMA_DDL).repartition(n)
-    try:
-        batch = DecodedBatch(records, schema, options, jvm)
-    except LoaderError:
-        return  # a schema the loader cannot load: the first batch stops with the reason
-    try:
-        batch.summary()
-        batch.rows().count()
-    finally:
-        batch.release()
+    # The Python workers first (every declined record goes to them), then, with the JVM path
+    # on, the driver's decoding of a few declined records (the usual case).
+    for driver_max in (0, DRIVER_DECODE_MAX_RECORDS) if jvm else (0,):
+        try:
+            batch = DecodedBatch(records, schema, options, jvm, driver_max)
+        except LoaderError:
+            return  # a schema the loader cannot load: the first batch stops with the reason
+        try:
+            batch.summary()
+            batch.rows().count()
+        finally:
+            batch.release()
 
 
 def _position() -> Column:
@@ -107,6 +135,7 @@ class DecodedBatch:
         schema: the table's current Iceberg schema.
         options: decoding options.
         jvm: decode plain records in the JVM; false decodes every record in Python.
+        driver_max: decode up to this many declined records on the driver (0: never).
     """
 
     def __init__(
@@ -115,13 +144,16 @@ class DecodedBatch:
         schema: Schema,
         options: DecodeOptions,
         jvm: bool,
+        driver_max: int = DRIVER_DECODE_MAX_RECORDS,
     ) -> None:
         self.schema = schema
         self.options = options
         self.columns = [f.name for f in schema.fields]
+        self.driver_max = driver_max
         self._cached: list[DataFrame] = []
         self._python: DataFrame | None = None
         self._plain: DataFrame | None = None
+        self._driver_rows: DataFrame | None = None
         column = None
         if jvm:
             try:
@@ -148,11 +180,21 @@ class DecodedBatch:
         """Whether the JVM path decodes this batch's plain records."""
         return self._plain is not None
 
+    @property
+    def python_workers(self) -> bool:
+        """Whether records went to the Python workers (known after ``summary()``)."""
+        return self._python is not None
+
     def summary(self) -> BatchSide:
         """Decode the batch (cached) and bring back its offset ranges, counts and rejects."""
         staged = self._plain if self._plain is not None else self._python
         assert staged is not None
         to_python = RAW_COLUMN if self._plain is not None else REJECT_COLUMN
+        raw_bytes = (
+            F.octet_length(F.col(RAW_COLUMN).getField("value"))
+            if self._plain is not None
+            else F.lit(0)
+        )
         pos = F.col(POSITION_COLUMN)
         rows = (
             staged.groupBy(
@@ -164,13 +206,16 @@ class DecodedBatch:
                 F.count(F.lit(1)).alias("n"),
                 F.max(pos.getField("timestamp_ms")).alias("timestamp_ms"),
                 F.count(to_python).alias("python"),
+                F.coalesce(F.sum(raw_bytes), F.lit(0)).alias("python_bytes"),
             )
             .collect()
         )
         summary = [r.asDict() for r in rows]
+        declined = sum(r["python"] for r in summary)
         rejects: list[dict[str, Any]] = []
-        if any(r["python"] for r in summary):
-            rejects = self._rejects()
+        if declined:
+            declined_bytes = sum(r["python_bytes"] for r in summary)
+            rejects = self._rejects(declined, declined_bytes)
         return merge_side(summary, rejects)
 
     def rows(self) -> DataFrame:
@@ -182,6 +227,8 @@ class DecodedBatch:
         if self._python is not None:
             valid = self._python.where(F.col(REJECT_COLUMN).isNull())
             parts.append(valid.select(*(F.col(f"`{c}`") for c in self.columns)))
+        if self._driver_rows is not None:
+            parts.append(self._driver_rows)
         frame = parts[0]
         for part in parts[1:]:
             frame = frame.unionByName(part)
@@ -206,11 +253,51 @@ class DecodedBatch:
             from_arrow_schema(decoded_schema(self.schema)),
         )
 
-    def _rejects(self) -> list[dict[str, Any]]:
-        """The malformed records; the declined ones are decoded in Python first (cached)."""
+    def _rejects(self, declined: int, declined_bytes: int) -> list[dict[str, Any]]:
+        """The malformed records; the declined ones are decoded in Python first.
+
+        Args:
+            declined: how many records the JVM path declined.
+            declined_bytes: the bytes of their values.
+        """
         if self._python is None:
             assert self._plain is not None
-            declined = self._plain.where(F.col(RAW_COLUMN).isNotNull())
-            self._python = self._cache(self._decode_in_python(declined.select(f"{RAW_COLUMN}.*")))
+            raw = self._plain.where(F.col(RAW_COLUMN).isNotNull()).select(f"{RAW_COLUMN}.*")
+            if declined <= self.driver_max and declined_bytes <= DRIVER_DECODE_MAX_BYTES:
+                return self._decode_on_driver(raw)
+            self._python = self._cache(self._decode_in_python(raw))
         found = self._python.where(F.col(REJECT_COLUMN).isNotNull()).select(REJECT_COLUMN)
         return [r[REJECT_COLUMN].asDict(recursive=True) for r in found.collect()]
+
+    def _decode_on_driver(self, raw: DataFrame) -> list[dict[str, Any]]:
+        """Decode the declined records here; keep their valid rows for ``rows()``.
+
+        Returns:
+            The rejects, as ``_rejects`` gives them.
+        """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        decoded = decode_arrow(raw.toArrow(), RecordDecoder(self.schema, self.options))
+        valid = pc.is_null(decoded.column(REJECT_COLUMN))
+        rejects = decoded.filter(pc.invert(valid)).column(REJECT_COLUMN).to_pylist()
+        rows = pa.Table.from_batches([decoded.filter(valid)]).select(self.columns)
+        if rows.num_rows:
+            # The JVM path's types (timestamp as timestamp_ntz), nullable all through: Arrow
+            # cannot cast a null struct with a required field, so the rows go through Python.
+            types = all_nullable(spark_schema(self.schema))
+            assert isinstance(types, T.StructType)
+            table = pa.Table.from_pylist(rows.to_pylist(), schema=to_arrow_schema(types))
+            self._driver_rows = raw.sparkSession.createDataFrame(table, schema=types)
+        return rejects
+
+
+def all_nullable(t: T.DataType) -> T.DataType:
+    """``t`` with every field, element and map value nullable."""
+    if isinstance(t, T.StructType):
+        return T.StructType([T.StructField(f.name, all_nullable(f.dataType)) for f in t.fields])
+    if isinstance(t, T.ArrayType):
+        return T.ArrayType(all_nullable(t.elementType))
+    if isinstance(t, T.MapType):
+        return T.MapType(t.keyType, all_nullable(t.valueType))
+    return t

@@ -31,6 +31,7 @@ from pyiceberg.schema import Schema
 from loader.batch import POSITION_COLUMN, REJECT_COLUMN, arrow_decoder, decode_arrow
 from loader.batch import decoded_schema as python_output
 from loader.errors import SchemaMismatch
+from loader.frames import all_nullable
 from loader.parse import DEFAULT_MAX_DEPTH, spark_schema
 from loader.plain import Ineligible, plain_column, spec
 from loader.record import DecodeOptions, RecordDecoder
@@ -133,7 +134,7 @@ def decide(
     )
     records = spark.createDataFrame(kafka)
     # Nullable all through, for Arrow: it refuses a null struct whose field is required.
-    row = plain_column(records, schema, options).cast(_nullable(spark_schema(schema)))
+    row = plain_column(records, schema, options).cast(all_nullable(spark_schema(schema)))
     jvm = records.select("offset", row.alias("row")).toArrow().to_pylist()
     if python_in_spark:
         output = from_arrow_schema(python_output(schema))
@@ -151,18 +152,6 @@ def decide(
 
 
 HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
-
-
-def _nullable(t: Any) -> Any:
-    from pyspark.sql import types as T
-
-    if isinstance(t, T.StructType):
-        return T.StructType([T.StructField(f.name, _nullable(f.dataType)) for f in t.fields])
-    if isinstance(t, T.ArrayType):
-        return T.ArrayType(_nullable(t.elementType))
-    if isinstance(t, T.MapType):
-        return T.MapType(t.keyType, _nullable(t.valueType))
-    return t
 
 
 def same(jvm: Any, python: Any, where: str = "$") -> None:

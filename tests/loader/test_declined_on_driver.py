@@ -1,0 +1,109 @@
+"""A few declined records decoded on the driver give what the Python workers give.
+
+``DecodedBatch`` decodes the records the JVM path declines on the driver when they are few
+(``frames.DRIVER_DECODE_MAX_RECORDS``) and in the Python workers otherwise. Each Hypothesis
+example draws a schema and a batch of plain, re-cased, corrupted and mutated records, decodes it
+both ways in the loader's session, and compares the valid rows, bit for bit, and the rejects.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+from pyiceberg.schema import Schema
+from pyspark.sql import functions as F
+
+from loader.batch import Reject
+from loader.frames import DecodedBatch, all_nullable
+from loader.record import DecodeOptions
+from tests.loader.strategies import Document, mutated
+from tests.loader.test_plain import (
+    HEADERS,
+    SETTINGS,
+    _corrupted,
+    batches,
+    options_strategy,
+    same,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def _records(spark: Any, payloads: list[bytes | None]) -> Any:
+    at = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+    n = len(payloads)
+    kafka = pa.table(
+        {
+            "key": pa.array([b"k"] * n, pa.binary()),
+            "value": pa.array(payloads, pa.binary()),
+            "topic": pa.array(["t"] * n, pa.string()),
+            "partition": pa.array([i % 2 for i in range(n)], pa.int32()),
+            "offset": pa.array(range(n), pa.int64()),
+            "timestamp": pa.array([at] * n, pa.timestamp("us", tz="UTC")),
+            "headers": pa.array([[{"key": "h", "value": b"v"}]] * n, HEADERS),
+        }
+    )
+    return spark.createDataFrame(kafka).repartition(2)
+
+
+def _decode(
+    records: Any, schema: Schema, options: DecodeOptions, driver_max: int
+) -> tuple[list[dict[str, Any]], tuple[Reject, ...], bool]:
+    batch = DecodedBatch(records, schema, options, True, driver_max)
+    try:
+        side = batch.summary()
+        frame = batch.rows()
+        # Nullable all through, for Arrow: it refuses a null struct whose field is required.
+        frame = frame.select(
+            *(F.col(f"`{f.name}`").cast(all_nullable(f.dataType)) for f in frame.schema.fields)
+        )
+        rows = [_utc(r) for r in frame.toArrow().to_pylist()]
+        return sorted(rows, key=repr), side.rejects, batch.python_workers
+    finally:
+        batch.release()
+
+
+def _utc(value: Any) -> Any:
+    """``value`` with every datetime naive in UTC: the Python workers give an Iceberg timestamp
+    as Spark's timestamp, the driver as timestamp_ntz (the JVM path's type); same instant."""
+    if isinstance(value, dict):
+        return {k: _utc(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_utc(v) for v in value]
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.UTC).replace(tzinfo=None)
+    return value
+
+
+def _key(reject: Reject) -> tuple[Any, ...]:
+    e = reject.error
+    return (reject.value, reject.meta, e.kind, e.path, e.expected, e.reason)
+
+
+@SETTINGS
+@given(batches(plain=False), options_strategy, st.data())
+def test_the_driver_and_the_python_workers_decode_declined_records_alike(
+    spark: Any, batch: tuple[Schema, list[Document]], options: DecodeOptions, data: st.DataObject
+) -> None:
+    schema, docs = batch
+    payloads: list[bytes | None] = [None, b"", b"[]", b"{"]
+    for doc in docs:
+        payloads += [doc.payload, _corrupted(doc.payload, data)]
+        if doc.sites:
+            payloads.append(mutated(doc, data)[0])
+    records = _records(spark, payloads)
+    workers = _decode(records, schema, options, driver_max=0)
+    driver = _decode(records, schema, options, driver_max=len(payloads))
+    assert workers[2], "driver_max=0 sends every declined record to the Python workers"
+    assert not driver[2], "a batch's few declined records are decoded on the driver"
+    assert len(driver[0]) == len(workers[0])
+    for a, b in zip(driver[0], workers[0], strict=True):
+        same(a, b)
+    assert [_key(r) for r in driver[1]] == [_key(r) for r in workers[1]]
+    assert len(driver[0]) + len(driver[1]) == len(payloads)
+    event(f"rows {min(len(driver[0]), 5)}+, rejects {min(len(driver[1]), 5)}+")
