@@ -25,8 +25,8 @@ from tests.loader.strategies import Document, mutated
 from tests.loader.test_plain import (
     HEADERS,
     SETTINGS,
-    _corrupted,
     batches,
+    corrupted,
     options_strategy,
     same,
 )
@@ -93,7 +93,7 @@ def test_the_driver_and_the_python_workers_decode_declined_records_alike(
     schema, docs = batch
     payloads: list[bytes | None] = [None, b"", b"[]", b"{"]
     for doc in docs:
-        payloads += [doc.payload, _corrupted(doc.payload, data)]
+        payloads += [doc.payload, corrupted(doc.payload, data)]
         if doc.sites:
             payloads.append(mutated(doc, data)[0])
     records = _records(spark, payloads)

@@ -245,7 +245,7 @@ def _objects(
     return found
 
 
-def _corrupted(payload: bytes, data: st.DataObject) -> bytes:
+def corrupted(payload: bytes, data: st.DataObject) -> bytes:
     """The payload with one byte replaced, inserted or removed."""
     at = data.draw(st.integers(0, max(0, len(payload) - 1)))
     byte = bytes([data.draw(st.sampled_from(b'{}[]":,\\0a1.-e \x00\x1f\x7f\xc3\xa9\xed\xff'))])
@@ -268,7 +268,7 @@ def test_whatever_the_jvm_path_accepts_the_strict_parser_accepts_alike(
     malformed: list[bytes] = []  # what the strict parser must reject
     for doc in docs:
         payloads.append(doc.payload)
-        payloads.append(_corrupted(doc.payload, data))
+        payloads.append(corrupted(doc.payload, data))
         if doc.sites:
             bad, _kind, _site = mutated(doc, data)
             payloads.append(bad)
