@@ -116,16 +116,28 @@ def _log_options(level: str) -> str:
     )
 
 
-def _scratch_options(log_level: str, local_dir: str | None, java: str = "") -> dict[str, str]:
-    """The driver JVM's options (its log level, then ``java``) and ``[spark] local_dir`` as
-    Spark's scratch folder and the JVM's temp folder.
+GC_OPTIONS = {
+    "parallel": "-XX:+UseParallelGC",
+    "g1": "-XX:+UseG1GC",
+    "serial": "-XX:+UseSerialGC",
+}
+"""The JVM option of each ``[spark] gc``. Parallel is the default: on two cores and a 1 GiB heap,
+G1's concurrent marking and its humongous allocations (a cached batch's column buffers) cost
+the first batches seconds; see docs/benchmarks.md."""
+
+
+def _scratch_options(
+    log_level: str, local_dir: str | None, java: str = "", gc: str = "parallel"
+) -> dict[str, str]:
+    """The driver JVM's options (its log level and collector, then ``java``) and ``[spark]
+    local_dir`` as Spark's scratch folder and the JVM's temp folder.
 
     Spark's block manager, ``userFiles`` and PySpark folders go to ``spark.local.dir``; the
     JVM's own temp files (native libraries unpacked by lz4 and snappy, Spark's artifact
     folder, Iceberg's S3 upload staging) go to ``java.io.tmpdir``. A loader killed with kill -9
     removes none of them, so both point into the one folder.
     """
-    java = f"{_log_options(log_level)} {java}".strip()
+    java = f"{_log_options(log_level)} {GC_OPTIONS[gc.lower()]} {java}".strip()
     if not local_dir:
         return {"spark.driver.extraJavaOptions": java}
     return {
@@ -172,7 +184,9 @@ def _builder_options(config: LoaderConfig, java: str = "") -> dict[str, str]:
                 "spark.driver.bindAddress": "127.0.0.1",
                 "spark.driver.host": "127.0.0.1",
                 **_jar_options(config.spark.master, config.spark.jars),
-                **_scratch_options(config.spark.log_level, config.spark.local_dir, java),
+                **_scratch_options(
+                    config.spark.log_level, config.spark.local_dir, java, config.spark.gc
+                ),
             }
         )
     opts.update(catalog_options(config, secrets=False))

@@ -377,6 +377,26 @@ def test_the_class_data_options_follow_the_log_options(
     assert any(o.startswith("-Dlog4j2.configurationFile=") for o in java)
 
 
+def test_the_driver_jvm_runs_the_configured_collector(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from loader import spark
+
+    monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
+
+    def java(text: str = MINIMAL) -> list[str]:
+        options = spark._builder_options(load(tmp_path, text), "-XX:SharedArchiveFile=/c/l.jsa")
+        return str(options["spark.driver.extraJavaOptions"]).split()
+
+    assert "-XX:+UseParallelGC" in java()
+    chosen = java(MINIMAL + '[spark]\ngc = "G1"\n')
+    assert "-XX:+UseG1GC" in chosen
+    assert "-XX:+UseParallelGC" not in chosen
+    assert chosen[-1] == "-XX:SharedArchiveFile=/c/l.jsa"
+    with pytest.raises(ConfigError, match=r"spark\.gc"):
+        load(tmp_path, MINIMAL + '[spark]\ngc = "zgc"\n')
+
+
 def test_a_batch_is_capped_unless_set(tmp_path: Path) -> None:
     assert load(tmp_path).kafka.max_offsets_per_trigger == 200_000
     assert load(tmp_path).kafka.spark_options()["maxOffsetsPerTrigger"] == "200000"
@@ -416,6 +436,7 @@ KNOWN_KEYS = [
     "kafka.ssl_key_password_file",
     "spark.master",
     "spark.driver_memory",
+    "spark.gc",
     "spark.shuffle_partitions",
     "spark.jars",
     "spark.log_level",
