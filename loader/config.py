@@ -261,8 +261,14 @@ class CatalogConfig:
 SPARK_LOG_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
 """What ``SparkContext.setLogLevel`` takes."""
 
-JVM_COLLECTORS = ("parallel", "g1", "serial")
-"""The driver JVM's garbage collectors ``[spark] gc`` names (``-XX:+UseParallelGC``...)."""
+JVM_COLLECTORS = {
+    "parallel": "-XX:+UseParallelGC",
+    "g1": "-XX:+UseG1GC",
+    "serial": "-XX:+UseSerialGC",
+}
+"""The driver JVM's option for each garbage collector ``[spark] gc`` names. Parallel is the
+default: on two cores and a 1 GiB heap, G1's concurrent marking and its humongous allocations (a
+cached batch's column buffers) cost the first batches seconds (docs/benchmarks.md)."""
 
 
 @dataclass(frozen=True, kw_only=True)

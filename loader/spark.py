@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loader.classdata import ClassData
-from loader.config import LoaderConfig
+from loader.config import JVM_COLLECTORS, LoaderConfig
 from loader.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -116,16 +116,6 @@ def _log_options(level: str) -> str:
     )
 
 
-GC_OPTIONS = {
-    "parallel": "-XX:+UseParallelGC",
-    "g1": "-XX:+UseG1GC",
-    "serial": "-XX:+UseSerialGC",
-}
-"""The JVM option of each ``[spark] gc``. Parallel is the default: on two cores and a 1 GiB heap,
-G1's concurrent marking and its humongous allocations (a cached batch's column buffers) cost
-the first batches seconds; see docs/benchmarks.md."""
-
-
 def _scratch_options(
     log_level: str, local_dir: str | None, java: str = "", gc: str = "parallel"
 ) -> dict[str, str]:
@@ -137,7 +127,7 @@ def _scratch_options(
     folder, Iceberg's S3 upload staging) go to ``java.io.tmpdir``. A loader killed with kill -9
     removes none of them, so both point into the one folder.
     """
-    java = f"{_log_options(log_level)} {GC_OPTIONS[gc.lower()]} {java}".strip()
+    java = f"{_log_options(log_level)} {JVM_COLLECTORS[gc.lower()]} {java}".strip()
     if not local_dir:
         return {"spark.driver.extraJavaOptions": java}
     return {
