@@ -117,7 +117,7 @@ def _log_options(level: str) -> str:
 
 
 def _scratch_options(
-    log_level: str, local_dir: str | None, java: str = "", gc: str = "parallel"
+    log_level: str, local_dir: str | None, java: str = "", gc: str = "g1"
 ) -> dict[str, str]:
     """The driver JVM's options (its log level and collector, then ``java``) and ``[spark]
     local_dir`` as Spark's scratch folder and the JVM's temp folder.

@@ -388,10 +388,10 @@ def test_the_driver_jvm_runs_the_configured_collector(
         options = spark._builder_options(load(tmp_path, text), "-XX:SharedArchiveFile=/c/l.jsa")
         return str(options["spark.driver.extraJavaOptions"]).split()
 
-    assert "-XX:+UseParallelGC" in java()
-    chosen = java(MINIMAL + '[spark]\ngc = "G1"\n')
-    assert "-XX:+UseG1GC" in chosen
-    assert "-XX:+UseParallelGC" not in chosen
+    assert "-XX:+UseG1GC" in java()
+    chosen = java(MINIMAL + '[spark]\ngc = "Parallel"\n')
+    assert "-XX:+UseParallelGC" in chosen
+    assert "-XX:+UseG1GC" not in chosen
     assert chosen[-1] == "-XX:SharedArchiveFile=/c/l.jsa"
     with pytest.raises(ConfigError, match=r"spark\.gc"):
         load(tmp_path, MINIMAL + '[spark]\ngc = "zgc"\n')
