@@ -44,7 +44,7 @@ from loader.batch import (
 )
 from loader.errors import LoaderError
 from loader.parse import spark_schema
-from loader.plain import Ineligible, plain_column
+from loader.plain import Ineligible, plain_column, spec
 from loader.record import DecodeOptions, RecordDecoder
 
 if TYPE_CHECKING:
@@ -83,12 +83,17 @@ KAFKA_SCHEMA_DDL = (
 
 
 def warm_up(spark: Any, schema: Schema, options: DecodeOptions, jvm: bool) -> None:
-    """Decode a few made-up records the way a batch is decoded, so the first batch is not cold.
+    """Start the Python workers before the first batch when every record will go to them.
 
-    Starts the Python workers (one per core: Spark reuses them), loads the JVM decoder and
-    Arrow on both sides, and decodes declined records on the driver once. Records: an empty
-    object (the JVM path, or the Python parser when it declines it) and a malformed one (the
-    Python parser), in every default partition.
+    With the JVM path off, or a schema or transforms it cannot decode, every record goes to
+    the Python parser, and starting its workers (one per core: Spark reuses them) with two
+    made-up records, an empty object and a malformed one in every default partition, makes
+    the first batch 3-10 s cheaper at about the cost of the warm-up itself.
+
+    When the JVM path decodes the schema nothing is run: a warm-up of the decoder, the
+    Python workers and the driver's decoding cost 8-13 s before "starting" and left the
+    first batch as dear as without it (measured, ``docs/benchmarks.md``), since what makes
+    the first batch dear is the JIT's compiling the batch's own code.
 
     Args:
         spark: the loader's session.
@@ -98,24 +103,28 @@ def warm_up(spark: Any, schema: Schema, options: DecodeOptions, jvm: bool) -> No
     """
     import datetime as dt
 
+    if jvm:
+        try:
+            spec(schema, options)
+        except Ineligible:
+            pass
+        else:
+            return
     when = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
     n = max(2, spark.sparkContext.defaultParallelism)
     rows: list[tuple[Any, ...]] = [
         (None, b"{}" if i % 2 == 0 else b"{", "warm-up", i, 0, when, []) for i in range(n)
     ]
     records = spark.createDataFrame(rows, KAFKA_SCHEMA_DDL).repartition(n)
-    # The Python workers first (every declined record goes to them), then, with the JVM path
-    # on, the driver's decoding of a few declined records (the usual case).
-    for driver_max in (0, DRIVER_DECODE_MAX_RECORDS) if jvm else (0,):
-        try:
-            batch = DecodedBatch(records, schema, options, jvm, driver_max)
-        except LoaderError:
-            return  # a schema the loader cannot load: the first batch stops with the reason
-        try:
-            batch.summary()
-            batch.rows().count()
-        finally:
-            batch.release()
+    try:
+        batch = DecodedBatch(records, schema, options, jvm=False, driver_max=0)
+    except LoaderError:
+        return  # a schema the loader cannot load: the first batch stops with the reason
+    try:
+        batch.summary()
+        batch.rows().count()
+    finally:
+        batch.release()
 
 
 def _position() -> Column:
