@@ -10,7 +10,9 @@ mapped into memory already parsed and verified, is faster than loading each from
   beside it when it exits (``-XX:ArchiveClassesAtExit``), and the loader moves that file into
   place once the JVM is gone, if the run committed a batch (so the archive holds the classes of
   the write path, not only those of a start-up). Two loaders making it at once each write their
-  own file; the last one moved in wins, whole.
+  own file; the last one moved in wins, whole. A file being made is named for the loader's
+  process: the next start removes it once that process is gone (a loader refused the table
+  exits while its JVM is still starting, and that JVM writes the file after the loader is gone).
 
 An archive belongs to one JDK and one class path: a JVM started with another Java or other
 jars finds it does not match and runs without it, slower but otherwise the same. Delete the file
@@ -41,7 +43,8 @@ DUMP_SUFFIX = ".making"
 """The suffix of an archive a JVM is writing; moved into place when it is whole."""
 
 STALE_DUMP_S = 3600.0
-"""A file being made this long ago belongs to a JVM that was killed: it is removed."""
+"""A file being made this long ago belongs to a JVM that was killed: it is removed (also when
+its loader's process cannot be told from its name)."""
 
 JVM_EXIT_WAIT_S = 60.0
 """How long the loader waits for its JVM to write the archive and exit."""
@@ -70,7 +73,8 @@ class ClassData:
             return cls(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale(path)
-        return cls(path, path.with_name(f"{path.name}.{uuid.uuid4().hex[:8]}{DUMP_SUFFIX}"))
+        making = f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}{DUMP_SUFFIX}"
+        return cls(path, path.with_name(making))
 
     def java_options(self) -> str:
         """The driver JVM's options for this plan ("" when there is no archive)."""
@@ -128,8 +132,31 @@ def _exit_jvm(spark: Any) -> None:
 
 
 def _remove_stale(archive: Path) -> None:
-    """Remove files being made beside ``archive`` by JVMs that were killed long ago."""
-    remove_older(archive.parent.glob(f"{archive.name}.*{DUMP_SUFFIX}"), STALE_DUMP_S)
+    """Remove files being made beside ``archive`` whose loader is gone, or made long ago."""
+    making = list(archive.parent.glob(f"{archive.name}.*{DUMP_SUFFIX}"))
+    for path in making:
+        owner = _maker(archive, path)
+        if owner is not None and not _running(owner):
+            path.unlink(missing_ok=True)  # the JVM may still be writing it: it goes when done
+    remove_older(making, STALE_DUMP_S)
+
+
+def _maker(archive: Path, path: Path) -> int | None:
+    """The process id of the loader that makes ``path``, when its name tells."""
+    middle = path.name[len(archive.name) + 1 : -len(DUMP_SUFFIX)]
+    pid, _, _ = middle.partition("-")
+    return int(pid) if pid.isdigit() else None
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists (a process of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def remove_older(paths: Iterable[Path], age_s: float) -> None:

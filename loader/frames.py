@@ -259,7 +259,8 @@ class DecodedBatch:
     def _decode_in_python(self, records: DataFrame) -> DataFrame:
         return records.select(*KAFKA_COLUMNS).mapInArrow(
             arrow_decoder(self.schema, self.options),
-            from_arrow_schema(decoded_schema(self.schema)),
+            # An Iceberg timestamp is Spark's timestamp_ntz, as on the JVM path and the driver.
+            from_arrow_schema(decoded_schema(self.schema), prefer_timestamp_ntz=True),
         )
 
     def _rejects(self, declined: int, declined_bytes: int) -> list[dict[str, Any]]:

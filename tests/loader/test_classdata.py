@@ -103,6 +103,26 @@ def test_files_left_by_killed_jvms_are_removed_when_old(tmp_path: Path) -> None:
     assert not old.exists() and recent.exists()
 
 
+def test_files_left_by_loaders_that_are_gone_are_removed_at_the_next_start(
+    tmp_path: Path,
+) -> None:
+    """A loader refused the table exits while its JVM starts; the JVM writes its file later."""
+    archive = tmp_path / "loader.jsa"
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    left = tmp_path / f"loader.jsa.{int(gone.stdout)}-0a1b2c3d{DUMP_SUFFIX}"
+    alive = tmp_path / f"loader.jsa.{os.getpid()}-0a1b2c3d{DUMP_SUFFIX}"
+    for path in (left, alive):
+        path.write_bytes(b"x")
+    plan = ClassData.plan(str(archive))
+    assert not left.exists() and alive.exists()
+    assert plan.making is not None and plan.making.name.startswith(f"loader.jsa.{os.getpid()}-")
+
+
 def test_a_path_with_spaces_is_refused() -> None:
     with pytest.raises(ConfigError, match="class_data"):
         SparkConfig(class_data="/tmp/a b.jsa")

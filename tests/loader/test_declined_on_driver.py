@@ -9,7 +9,7 @@ both ways in the loader's session, and compares the valid rows, bit for bit, and
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pytest
@@ -51,33 +51,28 @@ def _records(spark: Any, payloads: list[bytes | None]) -> Any:
     return spark.createDataFrame(kafka).repartition(2)
 
 
-def _decode(
-    records: Any, schema: Schema, options: DecodeOptions, driver_max: int
-) -> tuple[list[dict[str, Any]], tuple[Reject, ...], bool]:
+class Decoded(NamedTuple):
+    rows: list[dict[str, Any]]
+    rejects: tuple[Reject, ...]
+    python_workers: bool
+    types: Any
+    """The rows' Spark type, nullable all through (the routes differ in nullability only)."""
+
+
+def _decode(records: Any, schema: Schema, options: DecodeOptions, driver_max: int) -> Decoded:
     batch = DecodedBatch(records, schema, options, True, driver_max)
     try:
         side = batch.summary()
         frame = batch.rows()
         # Nullable all through, for Arrow: it refuses a null struct whose field is required.
+        types = all_nullable(frame.schema)
         frame = frame.select(
             *(F.col(f"`{f.name}`").cast(all_nullable(f.dataType)) for f in frame.schema.fields)
         )
-        rows = [_utc(r) for r in frame.toArrow().to_pylist()]
-        return sorted(rows, key=repr), side.rejects, batch.python_workers
+        rows = sorted(frame.toArrow().to_pylist(), key=repr)
+        return Decoded(rows, side.rejects, batch.python_workers, types)
     finally:
         batch.release()
-
-
-def _utc(value: Any) -> Any:
-    """``value`` with every datetime naive in UTC: the Python workers give an Iceberg timestamp
-    as Spark's timestamp, the driver as timestamp_ntz (the JVM path's type); same instant."""
-    if isinstance(value, dict):
-        return {k: _utc(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_utc(v) for v in value]
-    if isinstance(value, dt.datetime) and value.tzinfo is not None:
-        return value.astimezone(dt.UTC).replace(tzinfo=None)
-    return value
 
 
 def _key(reject: Reject) -> tuple[Any, ...]:
@@ -99,11 +94,13 @@ def test_the_driver_and_the_python_workers_decode_declined_records_alike(
     records = _records(spark, payloads)
     workers = _decode(records, schema, options, driver_max=0)
     driver = _decode(records, schema, options, driver_max=len(payloads))
-    assert workers[2], "driver_max=0 sends every declined record to the Python workers"
-    assert not driver[2], "a batch's few declined records are decoded on the driver"
-    assert len(driver[0]) == len(workers[0])
-    for a, b in zip(driver[0], workers[0], strict=True):
+    assert workers.python_workers, "driver_max=0 sends every declined record to the workers"
+    assert not driver.python_workers, "a batch's few declined records are decoded on the driver"
+    # One Spark type per column whatever the route (an Iceberg timestamp is timestamp_ntz).
+    assert driver.types == workers.types
+    assert len(driver.rows) == len(workers.rows)
+    for a, b in zip(driver.rows, workers.rows, strict=True):
         same(a, b)
-    assert [_key(r) for r in driver[1]] == [_key(r) for r in workers[1]]
-    assert len(driver[0]) + len(driver[1]) == len(payloads)
-    event(f"rows {min(len(driver[0]), 5)}+, rejects {min(len(driver[1]), 5)}+")
+    assert [_key(r) for r in driver.rejects] == [_key(r) for r in workers.rejects]
+    assert len(driver.rows) + len(driver.rejects) == len(payloads)
+    event(f"rows {min(len(driver.rows), 5)}+, rejects {min(len(driver.rejects), 5)}+")

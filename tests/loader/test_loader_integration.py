@@ -229,3 +229,31 @@ def consume(stack: Any, topic: str, count: int, timeout_s: float = 30) -> list[A
     finally:
         consumer.close()
     return out
+
+
+@pytest.mark.parametrize("jvm_decode", [True, False], ids=["jvm-path", "python-workers"])
+def test_a_timestamp_without_zone_loads_as_written_on_either_route(
+    stack: Any,
+    spark: Any,
+    table_factory: Any,
+    topic_factory: Any,
+    produce: Any,
+    loader_config: Any,
+    jvm_decode: bool,
+) -> None:
+    """An Iceberg ``timestamp`` column (no zone) keeps the wall-clock time it was sent with,
+    whether the JVM path or the Python workers decode it."""
+    table = table_factory(extra_columns=(*EVENT_ID_COLUMN, ("local_ts", "timestamp(6)")))
+    topic = topic_factory(partitions=1)
+    stamps = ["2024-02-29T23:59:59.123456", "1999-12-31T00:00:00", None]
+    values = []
+    for (_, value), stamp in zip(reference_values(len(stamps), seed=7), stamps, strict=True):
+        row = json.loads(value)
+        row["local_ts"] = stamp
+        values.append(json.dumps(row).encode())
+    produce(topic, values, partition=0)
+    _, config = loader_config(table, [topic], jvm_decode=jvm_decode)
+    with running(config, spark) as job:
+        pump_until(job, lambda: counts(stack, table)[0] >= len(values), 90, "the rows")
+    got = {v for (v,) in stack.query(f"SELECT CAST(local_ts AS varchar) FROM {table}")}
+    assert got == {"2024-02-29 23:59:59.123456", "1999-12-31 00:00:00.000000", None}
