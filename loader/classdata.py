@@ -65,14 +65,15 @@ class ClassData:
 
     @classmethod
     def plan(cls, archive: str | None) -> ClassData:
-        """Map ``archive`` if it exists, else make it in this run."""
+        """Map ``archive`` if it exists, else make it in this run; first remove the files being
+        made beside it that are left over (``_remove_stale``)."""
         if not archive:
             return cls()
         path = Path(archive)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale(path)  # also when the archive exists: files left by refused starts
         if path.is_file():
             return cls(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale(path)
         making = f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}{DUMP_SUFFIX}"
         return cls(path, path.with_name(making))
 

@@ -121,6 +121,11 @@ def test_files_left_by_loaders_that_are_gone_are_removed_at_the_next_start(
     plan = ClassData.plan(str(archive))
     assert not left.exists() and alive.exists()
     assert plan.making is not None and plan.making.name.startswith(f"loader.jsa.{os.getpid()}-")
+    # Once the archive exists, a start maps it and still clears what a refused start left.
+    archive.write_bytes(b"archive")
+    left.write_bytes(b"x")
+    assert ClassData.plan(str(archive)).making is None
+    assert not left.exists() and alive.exists()
 
 
 def test_a_path_with_spaces_is_refused() -> None:
