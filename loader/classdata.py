@@ -11,8 +11,9 @@ mapped into memory already parsed and verified, is faster than loading each from
   place once the JVM is gone, if the run committed a batch (so the archive holds the classes of
   the write path, not only those of a start-up). Two loaders making it at once each write their
   own file; the last one moved in wins, whole. A file being made is named for the loader's
-  process: the next start removes it once that process is gone (a loader refused the table
-  exits while its JVM is still starting, and that JVM writes the file after the loader is gone).
+  process and host: the next start on that host removes it once that process is gone (a loader
+  refused the table exits while its JVM is still starting, and that JVM writes the file after
+  the loader is gone).
 
 An archive belongs to one JDK and one class path: a JVM started with another Java or other
 jars finds it does not match and runs without it, slower but otherwise the same. Delete the file
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import time
 import uuid
 from collections.abc import Iterable
@@ -74,7 +76,7 @@ class ClassData:
         _remove_stale(path)  # also when the archive exists: files left by refused starts
         if path.is_file():
             return cls(path)
-        making = f"{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}{DUMP_SUFFIX}"
+        making = f"{path.name}.{_owner()}-{uuid.uuid4().hex[:8]}{DUMP_SUFFIX}"
         return cls(path, path.with_name(making))
 
     def java_options(self) -> str:
@@ -142,11 +144,22 @@ def _remove_stale(archive: Path) -> None:
     remove_older(making, STALE_DUMP_S)
 
 
+def _owner() -> str:
+    """This process as the name of a file being made gives it: its id and its host (a
+    container's host name is its own, so a process id of another pid namespace is never judged
+    here)."""
+    return f"{os.getpid()}@{_host()}"
+
+
+def _host() -> str:
+    return "".join(c for c in socket.gethostname() if c.isalnum())[:32]
+
+
 def _maker(archive: Path, path: Path) -> int | None:
-    """The process id of the loader that makes ``path``, when its name tells."""
+    """The process id of the loader on this host that makes ``path``, when its name tells."""
     middle = path.name[len(archive.name) + 1 : -len(DUMP_SUFFIX)]
-    pid, _, _ = middle.partition("-")
-    return int(pid) if pid.isdigit() else None
+    pid, _, host = middle.rpartition("-")[0].partition("@")
+    return int(pid) if pid.isdigit() and host == _host() else None
 
 
 def _running(pid: int) -> bool:

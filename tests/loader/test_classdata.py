@@ -9,6 +9,7 @@ every integration run the harness starts (`harness.loaders.config` names the arc
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -114,13 +115,17 @@ def test_files_left_by_loaders_that_are_gone_are_removed_at_the_next_start(
         text=True,
         check=True,
     )
-    left = tmp_path / f"loader.jsa.{int(gone.stdout)}-0a1b2c3d{DUMP_SUFFIX}"
-    alive = tmp_path / f"loader.jsa.{os.getpid()}-0a1b2c3d{DUMP_SUFFIX}"
-    for path in (left, alive):
+    host = "".join(c for c in socket.gethostname() if c.isalnum())[:32]
+    left = tmp_path / f"loader.jsa.{int(gone.stdout)}@{host}-0a1b2c3d{DUMP_SUFFIX}"
+    alive = tmp_path / f"loader.jsa.{os.getpid()}@{host}-0a1b2c3d{DUMP_SUFFIX}"
+    # A loader on another host (a container sharing the folder): its process ids are not ours.
+    elsewhere = tmp_path / f"loader.jsa.{int(gone.stdout)}@{host}x-0a1b2c3d{DUMP_SUFFIX}"
+    for path in (left, alive, elsewhere):
         path.write_bytes(b"x")
     plan = ClassData.plan(str(archive))
-    assert not left.exists() and alive.exists()
-    assert plan.making is not None and plan.making.name.startswith(f"loader.jsa.{os.getpid()}-")
+    assert not left.exists() and alive.exists() and elsewhere.exists()
+    assert plan.making is not None
+    assert plan.making.name.startswith(f"loader.jsa.{os.getpid()}@{host}-")
     # Once the archive exists, a start maps it and still clears what a refused start left.
     archive.write_bytes(b"archive")
     left.write_bytes(b"x")
