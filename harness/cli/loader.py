@@ -39,8 +39,9 @@ def _stack(args: argparse.Namespace) -> Any:
 
 
 def _start(args: argparse.Namespace) -> int:
-    from harness.loaders.background import free_port, open_loader, saved_settings
+    from harness.loaders.background import open_loader, saved_settings
     from harness.loaders.process import LoaderSettings
+    from harness.stack.ports import free_port
 
     stack = _stack(args)
     settings: LoaderSettings | None = None

@@ -29,6 +29,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from rich.markup import escape
+
 from harness.cli import (
     bench,
     demo,
@@ -90,7 +92,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # the CLI's last line of defence: one clear line, exit 1
-        say(f"[red]error[/] {type(exc).__name__}: {exc}")
+        # The message is text, not markup: "[stack]" or a list in it is shown as written.
+        say(f"[red]error[/] {type(exc).__name__}: {escape(str(exc))}")
         return 1
 
 

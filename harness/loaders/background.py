@@ -10,7 +10,6 @@ workshop's exercises use these to crash and restart a loader, and to freeze one 
 from __future__ import annotations
 
 import json
-import socket
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -94,21 +93,3 @@ def scrape_metrics(port: int) -> list[tuple[str, dict[str, str], float]]:
         for sample in family.samples
         if sample.name.startswith("icefloe_")
     ]
-
-
-def free_port(first: int) -> int:
-    """The first port from ``first`` on that nothing listens on."""
-    port = first
-    while not port_is_free(port):
-        port += 1
-    return port
-
-
-def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    """Whether nothing listens on ``port`` (a loader's metrics endpoint may then bind it)."""
-    with socket.socket() as probe:
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-    return True

@@ -60,6 +60,15 @@ class StackConfig:
         if len(set(ports)) != len(ports):
             raise ValueError(f"two services share a port: {ports}")
 
+    def port_settings(self, ports: tuple[int, ...]) -> str:
+        """The settings that hold ``ports``, to tell a user how to move them elsewhere."""
+        fields = [f.name for f in dataclasses.fields(self) if f.name.endswith("port")]
+        return ", ".join(
+            f"{ENV_PREFIX}{f.upper()} (or {f} under [stack] in icefloe.toml)"
+            for f in fields
+            if getattr(self, f) in ports
+        )
+
 
 def _coerce(name: str, raw: Any) -> Any:
     kind = {f.name: f.type for f in dataclasses.fields(StackConfig)}[name]

@@ -18,6 +18,7 @@ from harness.provision import jdk
 from harness.provision.layout import Layout
 from harness.stack.config import StackConfig
 from harness.stack.credentials import S3Credentials
+from harness.stack.ports import await_free
 from harness.stack.process import ManagedProcess
 from harness.stack.readiness import Readiness, wait_ready
 
@@ -91,10 +92,17 @@ class LocalService(ABC):
         return jdk.choose(service, self.layout.cache).java
 
     def start(self) -> float:
-        """Start unless running, then wait for readiness; returns seconds to ready."""
+        """Start unless running, then wait for readiness; returns seconds to ready.
+
+        Raises:
+            PortTaken: another process holds one of the service's ports (it would answer the
+                readiness check in the service's stead).
+            ServiceStartTimeout: the service did not become ready, or died starting.
+        """
         if self.process.is_running():
             self.process.resume()
             return wait_ready(self.name, self.readiness(), self.process, self.config.start_timeout)
+        await_free(self.name, self.ports, self.config.host, self.config.port_settings(self.ports))
         self.state_dir.mkdir(parents=True, exist_ok=True)
         self.prepare()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CATALOG_", "MINIO_"))}

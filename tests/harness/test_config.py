@@ -48,3 +48,25 @@ def test_non_loopback_host_refused(tmp_path: Path) -> None:
 def test_port_clash_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="share a port"):
         config.load(tmp_path / "absent.toml", trino_port=9092)
+
+
+def test_the_cli_shows_an_error_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli.main import main
+
+    path = tmp_path / "icefloe.toml"
+    path.write_text("[stack]\ntrino_prot = 1\n")
+    monkeypatch.setenv("ICEFLOE_CONFIG", str(path))
+    monkeypatch.setenv("ICEFLOE_RUN_DIR", str(tmp_path / "run"))
+    assert main(["status"]) == 1
+    shown = " ".join(capsys.readouterr().err.split())
+    assert "unknown [stack] keys ['trino_prot']" in shown  # brackets are text, not markup
+
+
+def test_a_taken_port_names_the_setting_that_moves_it(tmp_path: Path) -> None:
+    cfg = config.load(tmp_path / "absent.toml")
+    assert cfg.port_settings((8080, 9093)) == (
+        "ICEFLOE_STACK_KAFKA_CONTROLLER_PORT (or kafka_controller_port under [stack] in "
+        "icefloe.toml), ICEFLOE_STACK_TRINO_PORT (or trino_port under [stack] in icefloe.toml)"
+    )

@@ -1,0 +1,68 @@
+"""Which local ports are free: a service starts only on ports nothing else holds.
+
+A port another program listens on (a second stack, a container stack, anything) would make a
+service fail to bind, and worse, its readiness check would be answered by the other program.
+`await_free` is the check a service makes before it starts; `free_port` finds a spare port for
+a loader's metrics endpoint.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterable
+
+# A service killed a moment ago may hold its listening socket until the kernel has torn the
+# process down; a start waits this long for its ports before it gives up.
+RELEASE_WAIT_S = 10.0
+
+
+class PortTaken(RuntimeError):
+    """A port a service needs is held by another process."""
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether nothing listens on ``host:port``.
+
+    The probe binds the way servers do (SO_REUSEADDR), so connections of an earlier process
+    still in TIME_WAIT do not count as taken; a listener does.
+    """
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(first: int, host: str = "127.0.0.1") -> int:
+    """The first port from ``first`` on that nothing listens on."""
+    port = first
+    while not port_is_free(port, host):
+        port += 1
+    return port
+
+
+def await_free(
+    service: str, ports: Iterable[int], host: str, hint: str, wait: float | None = None
+) -> None:
+    """Return once every one of ``ports`` is free on ``host``, waiting `RELEASE_WAIT_S` at most.
+
+    Raises:
+        PortTaken: a port is still held after ``wait`` seconds; the message names the port,
+            the service and ``hint`` (how to give the service another port).
+    """
+    deadline = time.monotonic() + (RELEASE_WAIT_S if wait is None else wait)
+    while True:
+        taken = [p for p in ports if not port_is_free(p, host)]
+        if not taken:
+            return
+        if time.monotonic() >= deadline:
+            listed = ", ".join(f"{host}:{p}" for p in taken)
+            raise PortTaken(
+                f"{service} cannot start: {listed} is already in use by another process "
+                f"(another icefloe stack, a container stack, or another program). Stop it, "
+                f"or give this stack other ports: {hint}"
+            )
+        time.sleep(0.2)

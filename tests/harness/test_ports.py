@@ -1,0 +1,89 @@
+"""A service starts only on ports nothing else holds, and says which port and how to move it."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.stack.config import StackConfig
+from harness.stack.credentials import S3Credentials
+from harness.stack.ports import PortTaken, await_free, free_port, port_is_free
+from harness.stack.readiness import PortOpen, Readiness
+from harness.stack.service import LocalService
+from loader.secret import Secret
+
+
+@pytest.fixture
+def listener() -> Iterator[int]:
+    """A port another program listens on."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        yield int(held.getsockname()[1])
+
+
+def test_a_listened_port_is_taken_and_a_released_one_free(listener: int) -> None:
+    assert not port_is_free(listener)
+    assert free_port(listener) > listener
+    with socket.socket() as once:
+        once.bind(("127.0.0.1", 0))
+        once.listen()
+        port = int(once.getsockname()[1])
+    assert port_is_free(port)
+
+
+def test_a_port_left_in_time_wait_is_free() -> None:
+    # The side that closes first keeps the connection in TIME_WAIT, as a killed server does.
+    with socket.socket() as server:
+        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        port = int(server.getsockname()[1])
+        client = socket.create_connection(("127.0.0.1", port))
+        accepted, _ = server.accept()
+        accepted.close()
+        client.close()
+    assert port_is_free(port)
+
+
+def test_await_free_names_the_port_and_the_setting(listener: int) -> None:
+    with pytest.raises(PortTaken, match=rf"trino cannot start: 127.0.0.1:{listener} .*MY_PORT"):
+        await_free("trino", (listener,), "127.0.0.1", "MY_PORT", wait=0.3)
+
+
+class _Sleeper(LocalService):
+    """A service whose readiness another program on its port would answer."""
+
+    name = "sleeper"
+
+    def __init__(self, config: StackConfig, port: int) -> None:
+        super().__init__(config, S3Credentials("key", Secret("secret")))
+        self.port = port
+
+    def prepare(self) -> None:
+        pass
+
+    def command(self) -> list[str]:
+        return [sys.executable, "-c", "import time; time.sleep(60)"]
+
+    def readiness(self) -> Readiness:
+        return PortOpen("127.0.0.1", self.port)
+
+    @property
+    def ports(self) -> tuple[int, ...]:
+        return (self.port,)
+
+
+def test_a_service_does_not_start_on_a_port_another_program_holds(
+    listener: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("harness.stack.ports.RELEASE_WAIT_S", 0.3)
+    config = StackConfig(trino_port=listener, run_dir=tmp_path, cache_dir=tmp_path)
+    service = _Sleeper(config, listener)
+    with pytest.raises(PortTaken, match="ICEFLOE_STACK_TRINO_PORT"):
+        service.start()
+    assert not service.process.is_running()  # nothing was started to be answered for
