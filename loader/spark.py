@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loader.classdata import ClassData
-from loader.config import JVM_COLLECTORS, LoaderConfig
+from loader.config import DEFAULT_JIT, JVM_COLLECTORS, JVM_COMPILERS, LoaderConfig
 from loader.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -117,17 +117,18 @@ def _log_options(level: str) -> str:
 
 
 def _scratch_options(
-    log_level: str, local_dir: str | None, java: str = "", gc: str = "g1"
+    log_level: str, local_dir: str | None, java: str = "", gc: str = "g1", jit: str = DEFAULT_JIT
 ) -> dict[str, str]:
-    """The driver JVM's options (its log level and collector, then ``java``) and ``[spark]
-    local_dir`` as Spark's scratch folder and the JVM's temp folder.
+    """The driver JVM's options (its log level, collector and compilers, then ``java``) and
+    ``[spark] local_dir`` as Spark's scratch folder and the JVM's temp folder.
 
     Spark's block manager, ``userFiles`` and PySpark folders go to ``spark.local.dir``; the
     JVM's own temp files (native libraries unpacked by lz4 and snappy, Spark's artifact
     folder, Iceberg's S3 upload staging) go to ``java.io.tmpdir``. A loader killed with kill -9
     removes none of them, so both point into the one folder.
     """
-    java = f"{_log_options(log_level)} {JVM_COLLECTORS[gc.lower()]} {java}".strip()
+    chosen = (JVM_COLLECTORS[gc.lower()], JVM_COMPILERS[jit.lower()], java)
+    java = " ".join(o for o in (_log_options(log_level), *chosen) if o)
     if not local_dir:
         return {"spark.driver.extraJavaOptions": java}
     return {
@@ -175,7 +176,11 @@ def _builder_options(config: LoaderConfig, java: str = "") -> dict[str, str]:
                 "spark.driver.host": "127.0.0.1",
                 **_jar_options(config.spark.master, config.spark.jars),
                 **_scratch_options(
-                    config.spark.log_level, config.spark.local_dir, java, config.spark.gc
+                    config.spark.log_level,
+                    config.spark.local_dir,
+                    java,
+                    config.spark.gc,
+                    config.spark.jit,
                 ),
             }
         )

@@ -31,6 +31,7 @@ from harness.bench.workload import (
     reference_values,
     visible,
 )
+from loader.config import DEFAULT_JIT
 
 POLL_S = 0.1
 # How long after the last publish the bench keeps waiting for the last messages.
@@ -114,15 +115,17 @@ def run_setting(
     trigger_s: float,
     seconds: float,
     window_days: float,
+    jit: str = DEFAULT_JIT,
 ) -> Freshness:
-    """Measure one setting: ``rate`` msg/s for ``seconds`` into a loader with ``trigger_s``.
+    """Measure one setting: ``rate`` msg/s for ``seconds`` into a loader with ``trigger_s`` and
+    ``[spark] jit`` set to ``jit``.
 
     Raises:
         RuntimeError: the loader did not start, or the warm-up row never became visible.
     """
     table = schema.table("fresh")
     topic = create_topic(stack, 1)
-    loader = local_loader(stack, folder, table, topic, trigger_s, None)
+    loader = local_loader(stack, folder, table, topic, trigger_s, None, jit)
     loader.start(wait=True)
     try:
         out = producer(stack, linger_ms=5)

@@ -29,6 +29,7 @@ from harness.loaders.cluster import (
 from harness.loaders.config import secret_key_file, stack_loader_config
 from harness.loaders.process import LoaderProcess, LoaderSettings
 from harness.scenarios.history import History
+from loader.config import DEFAULT_JIT
 from loader.secret import Secret
 
 TIMEOUT_S = 3600
@@ -36,16 +37,23 @@ WORKERS = 2
 
 
 def local_loader(
-    stack: Any, folder: Path, table: str, topic: str, trigger_s: float, per_trigger: int | None
+    stack: Any,
+    folder: Path,
+    table: str,
+    topic: str,
+    trigger_s: float,
+    per_trigger: int | None,
+    jit: str = DEFAULT_JIT,
 ) -> LoaderProcess:
-    """A loader process (not started) for ``topic`` into ``table``, its state in ``folder``."""
+    """A loader process (not started) for ``topic`` into ``table``, its state in ``folder``;
+    ``jit`` is its ``[spark] jit``."""
     settings = LoaderSettings(
         loader_id=f"bench-{uuid.uuid4().hex[:6]}",
         table=table,
         topics=(topic,),
         trigger_interval_s=trigger_s,
         max_offsets_per_trigger=per_trigger,
-        extra={"metrics_port": 0},
+        extra={"metrics_port": 0, "spark": {"jit": jit}},
     )
     folder.mkdir(parents=True, exist_ok=True)
     return LoaderProcess(settings, stack, folder, History(folder / "history.jsonl"))
@@ -60,14 +68,21 @@ def started_after(loader: LoaderProcess) -> float | None:
 
 
 def run_local(
-    stack: Any, folder: Path, table: str, topic: str, rows: int, per_trigger: int
+    stack: Any,
+    folder: Path,
+    table: str,
+    topic: str,
+    rows: int,
+    per_trigger: int,
+    jit: str = DEFAULT_JIT,
 ) -> Throughput:
-    """The loader in local mode on a backlog of ``rows`` rows of ``topic``.
+    """The loader in local mode, ``[spark] jit`` set to ``jit``, on a backlog of ``rows`` rows
+    of ``topic``.
 
     Raises:
         RuntimeError: the loader stopped, or not every row was visible within an hour.
     """
-    loader = local_loader(stack, folder, table, topic, 1.0, per_trigger)
+    loader = local_loader(stack, folder, table, topic, 1.0, per_trigger, jit)
     started = time.monotonic()
     loader.start(wait=False, track=True)
     try:
@@ -80,6 +95,7 @@ def run_local(
         loader.close()
     ready = started_after(loader)
     ready_text = f', "starting" after {ready:.1f} s' if ready is not None else ""
+    ready_text += f", jit {jit}"
     return _throughput(
         "loader_local",
         "loader, local[2]",

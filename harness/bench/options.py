@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from loader.config import DEFAULT_JIT, JVM_COMPILERS
+
 CEILING = "ceiling"
 BASELINE = "baseline"
 LOCAL = "local"
@@ -36,6 +38,7 @@ class BenchOptions:
         rates: freshness publish rates, messages per second.
         triggers: freshness trigger intervals, seconds.
         window_days: the rows' event times span this many days before now.
+        jit: the local loaders' ``[spark] jit`` (the cluster's JVMs are spark-submit's).
         skip: parts not to run.
         out: where the JSON, Markdown and PNG go (None: under the run directory).
     """
@@ -47,6 +50,7 @@ class BenchOptions:
     rates: tuple[int, ...] = DEFAULT_RATES
     triggers: tuple[float, ...] = DEFAULT_TRIGGERS
     window_days: float = 1.0
+    jit: str = DEFAULT_JIT
     skip: frozenset[str] = field(default_factory=frozenset)
     out: Path | None = None
 
@@ -135,6 +139,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"event times span this many days before now ({d.window_days:g})",
     )
     parser.add_argument(
+        "--jit",
+        choices=sorted(JVM_COMPILERS),
+        default=d.jit,
+        help=f"the local loaders' [spark] jit ({d.jit})",
+    )
+    parser.add_argument(
         "--skip",
         type=_skip,
         default=frozenset(),
@@ -153,6 +163,7 @@ def from_args(args: argparse.Namespace) -> BenchOptions:
         rates=tuple(args.rates),
         triggers=tuple(args.triggers),
         window_days=args.window_days,
+        jit=args.jit,
         skip=args.skip,
         out=args.out,
     )
@@ -177,6 +188,7 @@ def command_line(options: BenchOptions) -> str:
         ("--rates", ",".join(map(str, options.rates)), ",".join(map(str, d.rates))),
         ("--triggers", ",".join(f"{t:g}" for t in options.triggers), "1,5"),
         ("--window-days", options.window_days, d.window_days),
+        ("--jit", options.jit, d.jit),
         ("--skip", ",".join(p for p in PARTS if p in options.skip), ""),
     ]
     for flag, value, default in pairs:
@@ -197,5 +209,6 @@ def as_dict(options: BenchOptions) -> dict[str, Any]:
         "rates": list(options.rates),
         "triggers": list(options.triggers),
         "window_days": options.window_days,
+        "jit": options.jit,
         "skip": [p for p in PARTS if p in options.skip],
     }

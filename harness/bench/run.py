@@ -115,7 +115,8 @@ def _backlog(
     ):
         if options.runs(part):
             table, where = schema.table(mode), folder / f"loader-{mode}"
-            run_loader = partial(measure, stack, where, table, topic, rows, per_trigger)
+            jit = {"jit": options.jit} if part == LOCAL else {}  # spark-submit's JVMs: theirs
+            run_loader = partial(measure, stack, where, table, topic, rows, per_trigger, **jit)
             _measure(report, f"loader ({mode})", run_loader)
 
 
@@ -135,6 +136,7 @@ def _freshness(
                     trigger,
                     options.freshness_seconds,
                     options.window_days,
+                    options.jit,
                 )
             except Exception as exc:  # noted; the other settings still run
                 report.notes.append(f"{name} failed: {type(exc).__name__}: {str(exc)[:500]}")

@@ -104,7 +104,11 @@ def loader_config(settings: LoaderSettings, stack: Any, checkpoint: Path) -> Loa
     extra = dict(settings.extra)
     # Spark's scratch folder beside the checkpoint: a loader killed with kill -9 leaves its
     # spark-* folder there, removed with the run's folder, not in the system's temp folder.
-    extra.setdefault("spark", SparkConfig(local_dir=str(checkpoint.parent / "spark-local")))
+    # Settings of [spark] given as a mapping keep that default.
+    local_dir = str(checkpoint.parent / "spark-local")
+    spark = extra.get("spark", {})
+    if isinstance(spark, Mapping):
+        extra["spark"] = SparkConfig(**{"local_dir": local_dir, **spark})
     return stack_loader_config(
         stack,
         settings.table,

@@ -67,7 +67,13 @@ def test_options_parse_with_defaults_and_skips() -> None:
 
 @pytest.mark.parametrize(
     "argv",
-    [["--skip", "cluster,nope"], ["--rows", "0"], ["--rates", "a,b"], ["--triggers", "-1"]],
+    [
+        ["--skip", "cluster,nope"],
+        ["--rows", "0"],
+        ["--rates", "a,b"],
+        ["--triggers", "-1"],
+        ["--jit", "c2"],
+    ],
 )
 def test_options_refuse_bad_values(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
@@ -83,6 +89,9 @@ def test_the_command_line_runs_the_same_options_again() -> None:
     assert line == "icefloe bench --rows 1000000 --triggers 1 --skip cluster,freshness --out x"
     assert parse(line.split()[2:]) == options
     assert as_dict(options)["skip"] == ["cluster", "freshness"]
+    tiered = parse(["--jit", "tiered", "--skip", "cluster"])
+    assert command_line(tiered) == "icefloe bench --jit tiered --skip cluster"
+    assert parse(command_line(tiered).split()[2:]) == tiered
 
 
 def test_freshness_figures_from_publish_and_seen_times() -> None:

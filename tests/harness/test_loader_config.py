@@ -67,3 +67,10 @@ def test_a_supervised_loader_keeps_sparks_scratch_beside_its_checkpoint(
     assert cfg.spark.local_dir == str(tmp_path / "loader" / "spark-local")
     own = process.LoaderSettings("l1", "lake.s.t", ("t",), extra={"spark": SparkConfig()})
     assert process.loader_config(own, stack, tmp_path / "c").spark.local_dir is None
+    # [spark] settings given as a mapping (the bench's jit) keep the scratch folder.
+    tiered = process.LoaderSettings("l1", "lake.s.t", ("t",), extra={"spark": {"jit": "tiered"}})
+    cfg = process.loader_config(tiered, stack, tmp_path / "loader" / "checkpoint")
+    assert (cfg.spark.jit, cfg.spark.local_dir) == (
+        "tiered",
+        str(tmp_path / "loader" / "spark-local"),
+    )

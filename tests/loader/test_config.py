@@ -395,6 +395,12 @@ def test_the_driver_jvm_runs_the_configured_collector(
     assert chosen[-1] == "-XX:SharedArchiveFile=/c/l.jsa"
     with pytest.raises(ConfigError, match=r"spark\.gc"):
         load(tmp_path, MINIMAL + '[spark]\ngc = "zgc"\n')
+    assert "-XX:TieredStopAtLevel=1" in java()  # the quick compiler unless set
+    tiered = java(MINIMAL + '[spark]\njit = "tiered"\n')
+    assert not any(o.startswith("-XX:TieredStopAtLevel") for o in tiered)
+    assert tiered[-1] == "-XX:SharedArchiveFile=/c/l.jsa"
+    with pytest.raises(ConfigError, match=r"spark\.jit"):
+        load(tmp_path, MINIMAL + '[spark]\njit = "c2"\n')
 
 
 def test_a_batch_is_capped_unless_set(tmp_path: Path) -> None:
@@ -437,6 +443,7 @@ KNOWN_KEYS = [
     "spark.master",
     "spark.driver_memory",
     "spark.gc",
+    "spark.jit",
     "spark.shuffle_partitions",
     "spark.jars",
     "spark.log_level",
