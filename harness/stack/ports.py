@@ -27,7 +27,8 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     The probe binds the way servers do (SO_REUSEADDR), so connections of an earlier process
     still in TIME_WAIT do not count as taken; a listener does.
     """
-    with socket.socket() as probe:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind((host, port))

@@ -36,6 +36,20 @@ def test_a_listened_port_is_taken_and_a_released_one_free(listener: int) -> None
     assert port_is_free(port)
 
 
+def test_an_ipv6_loopback_is_probed_as_ipv6() -> None:
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 on this machine")
+    with socket.socket(socket.AF_INET6) as held:
+        try:
+            held.bind(("::1", 0))
+        except OSError:
+            pytest.skip("no IPv6 loopback on this machine")
+        held.listen()
+        port = int(held.getsockname()[1])
+        assert not port_is_free(port, "::1")
+    assert port_is_free(port, "::1")
+
+
 def test_a_port_left_in_time_wait_is_free() -> None:
     # The side that closes first keeps the connection in TIME_WAIT, as a killed server does.
     with socket.socket() as server:
