@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 # A service killed a moment ago may hold its listening socket until the kernel has torn the
 # process down; a start waits this long for its ports before it gives up.
@@ -46,7 +46,7 @@ def free_port(first: int, host: str = "127.0.0.1") -> int:
 
 
 def await_free(
-    service: str, ports: Iterable[int], host: str, hint: str, wait: float | None = None
+    service: str, ports: Sequence[int], host: str, hint: str, wait: float | None = None
 ) -> None:
     """Return once every one of ``ports`` is free on ``host``, waiting `RELEASE_WAIT_S` at most.
 
