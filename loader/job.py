@@ -17,7 +17,10 @@ Start-up order matters:
    never seen).  Only when snapshot expiry removed every loader snapshot is
    the checkpoint kept as the fallback.  Without ``exactly_once`` the query
    resumes from the checkpoint, or from ``kafka.starting_offsets``;
-4. start the query with ``BatchSink`` as ``foreachBatch``.
+4. with ``exactly_once``, commit the first slice of a backlog that waits there
+   (``loader.firstslice``: a bounded Kafka read through the same sink), and start
+   from the offsets it committed;
+5. start the query with ``BatchSink`` as ``foreachBatch``.
 
 While the query runs the main thread renews the lease when no commit has
 renewed it for half its TTL (a conditional commit: only while this process
@@ -52,9 +55,11 @@ from loader.classdata import ClassData
 from loader.config import LoaderConfig
 from loader.deadletter import DeadLetterProducer
 from loader.errors import Fenced, LoaderError
+from loader.firstslice import plan_slice
 from loader.frames import warm_up
 from loader.leasekeeper import LeaseKeeper
 from loader.metrics import LoaderMetrics
+from loader.offsets import Offsets
 from loader.plain import check_available
 from loader.sessionstart import SessionStart
 from loader.sink import BatchSink
@@ -78,6 +83,9 @@ CATALOG_START_WAIT_S = 60.0
 MAINTAIN_EVERY_S = 5.0
 """How often the maintenance loop renews the lease if due and refreshes metrics (at most a
 third of the lease, so a short lease never lapses between batches)."""
+
+FIRST_SLICE_BATCH_ID = -1
+"""The batch id a backlog's first slice is committed under (the stream's batches count from 0)."""
 
 JVM_EXIT_WAIT_S = 5.0
 """How long a loader whose Spark call failed waits to learn whether Spark's JVM has exited."""
@@ -224,13 +232,20 @@ class LoaderJob:
         # since Spark refuses starting offsets that miss a partition added in between.
         warm_up(self.spark, state.schema, cfg.decode, cfg.jvm_decode)
         self._kafka = KafkaMetadata(cfg.kafka)
+        if cfg.dead_letter_topic:
+            self._dead_letters = DeadLetterProducer(cfg.kafka, cfg.dead_letter_topic, cfg.loader_id)
+        self.sink = BatchSink(
+            cfg, self.spark, self.view, self.metrics, self._dead_letters, self.instance
+        )
+        self.metrics.serve(cfg.metrics_port)
         options = cfg.kafka.spark_options()
         committed = state.committed
         if cfg.exactly_once and not committed.history_truncated:
             self._delete_checkpoint()
-            if committed.found:
+            offsets = self._first_slice(committed.offsets, from_table=committed.found)
+            if offsets is not None:
                 partitions = self._kafka.partitions(wait_s=KAFKA_START_WAIT_S)
-                starting = starting_offsets_json(partitions, committed.offsets)
+                starting = starting_offsets_json(partitions, offsets)
                 options["startingOffsets"] = json.dumps(starting)
         elif cfg.exactly_once:
             log.warning(
@@ -241,13 +256,6 @@ class LoaderJob:
             )
         self.starting_offsets = options["startingOffsets"]
         log.info("starting %s at %s", cfg.table, self.starting_offsets)
-
-        if cfg.dead_letter_topic:
-            self._dead_letters = DeadLetterProducer(cfg.kafka, cfg.dead_letter_topic, cfg.loader_id)
-        self.sink = BatchSink(
-            cfg, self.spark, self.view, self.metrics, self._dead_letters, self.instance
-        )
-        self.metrics.serve(cfg.metrics_port)
         if self._start_cancelled(keeper):
             return
 
@@ -263,6 +271,44 @@ class LoaderJob:
             .start()
         )
         self.sink.query_id = str(self.query.id)
+
+    def _first_slice(self, committed: Offsets, *, from_table: bool) -> Offsets | None:
+        """Commit the first slice of a backlog waiting at start (``loader.firstslice``).
+
+        Args:
+            committed: the offsets the table holds.
+            from_table: the table holds offsets (else they are ``kafka.starting_offsets``'s).
+
+        Returns:
+            The offsets the stream starts at: the table's after the slice, or ``committed``
+            when no slice was taken; None when the table holds none and no slice was taken
+            (the stream then starts at ``kafka.starting_offsets``).
+        """
+        cfg, sink, kafka = self.config, self.sink, self._kafka
+        assert sink is not None and kafka is not None
+        unsliced = committed if from_table else None
+        limit = cfg.kafka.first_slice_records
+        per_trigger = cfg.kafka.max_offsets_per_trigger
+        if limit == 0 or (per_trigger is not None and limit >= per_trigger):
+            return unsliced
+        partitions = kafka.partitions(wait_s=KAFKA_START_WAIT_S)
+        # Partitions a table with offsets has never seen start at their earliest, as the
+        # stream's do (``starting_offsets_json``).
+        earliest = from_table or cfg.kafka.starting_offsets == "earliest"
+        plan = plan_slice(kafka.watermarks(partitions), committed, limit, from_earliest=earliest)
+        if plan is None:
+            return unsliced
+        log.info(
+            "%s: %s records wait; committing the first %s before the stream starts",
+            cfg.table,
+            plan.backlog,
+            plan.records,
+        )
+        reader = self.spark.read.format("kafka")
+        for key, value in plan.spark_options(cfg.kafka.spark_options()).items():
+            reader = reader.option(key, value)
+        sink(reader.load(), FIRST_SLICE_BATCH_ID)
+        return sink.last_offsets if sink.last_offsets is not None else unsliced
 
     def request_stop(self) -> None:
         """Ask the job to stop after the batch in progress (signal-safe)."""

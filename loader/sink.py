@@ -156,6 +156,11 @@ class BatchSink:
                 self.in_batch = False
                 self.metrics.batch_seconds.observe(time.monotonic() - started)
 
+    @property
+    def last_offsets(self) -> Offsets | None:
+        """The next offset of every partition after this sink's last commit, or None."""
+        return self._last_offsets
+
     def _process(self, df: DataFrame, batch_id: int) -> None:
         records = df.select(*KAFKA_COLUMNS)
         failures = moved = 0

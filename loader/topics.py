@@ -82,15 +82,26 @@ class KafkaMetadata:
 
     def high_watermarks(self) -> dict[tuple[str, int], int]:
         """(topic, partition) -> high watermark (the next offset to be written)."""
+        return {tp: high for tp, (_low, high) in self.watermarks().items()}
+
+    def watermarks(
+        self, partitions: Mapping[str, list[int]] | None = None
+    ) -> dict[tuple[str, int], tuple[int, int]]:
+        """(topic, partition) -> (low, high): the oldest offset kept and the next to be written.
+
+        Args:
+            partitions: topic -> partitions to ask about; every partition of the configured
+                topics when ``None``.
+        """
         from confluent_kafka import TopicPartition
 
         out = {}
-        for topic, partitions in self.partitions().items():
-            for p in partitions:
-                _low, high = self._consumer.get_watermark_offsets(
+        for topic, numbers in (self.partitions() if partitions is None else partitions).items():
+            for p in numbers:
+                low, high = self._consumer.get_watermark_offsets(
                     TopicPartition(topic, p), timeout=self.timeout_s
                 )
-                out[(topic, p)] = high
+                out[(topic, p)] = (low, high)
         return out
 
     def close(self) -> None:

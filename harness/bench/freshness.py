@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,6 @@ from harness.bench.workload import (
     reference_values,
     visible,
 )
-from loader.config import DEFAULT_JIT
 
 POLL_S = 0.1
 # How long after the last publish the bench keeps waiting for the last messages.
@@ -115,17 +115,17 @@ def run_setting(
     trigger_s: float,
     seconds: float,
     window_days: float,
-    jit: str = DEFAULT_JIT,
+    tuning: Mapping[str, Any] | None = None,
 ) -> Freshness:
     """Measure one setting: ``rate`` msg/s for ``seconds`` into a loader with ``trigger_s`` and
-    ``[spark] jit`` set to ``jit``.
+    the settings of ``tuning`` (``BenchOptions.tuning``).
 
     Raises:
         RuntimeError: the loader did not start, or the warm-up row never became visible.
     """
     table = schema.table("fresh")
     topic = create_topic(stack, 1)
-    loader = local_loader(stack, folder, table, topic, trigger_s, None, jit)
+    loader = local_loader(stack, folder, table, topic, trigger_s, None, tuning)
     loader.start(wait=True)
     try:
         out = producer(stack, linger_ms=5)

@@ -14,6 +14,7 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,6 @@ from harness.loaders.cluster import (
 from harness.loaders.config import secret_key_file, stack_loader_config
 from harness.loaders.process import LoaderProcess, LoaderSettings
 from harness.scenarios.history import History
-from loader.config import DEFAULT_JIT
 from loader.secret import Secret
 
 TIMEOUT_S = 3600
@@ -43,17 +43,17 @@ def local_loader(
     topic: str,
     trigger_s: float,
     per_trigger: int | None,
-    jit: str = DEFAULT_JIT,
+    tuning: Mapping[str, Any] | None = None,
 ) -> LoaderProcess:
     """A loader process (not started) for ``topic`` into ``table``, its state in ``folder``;
-    ``jit`` is its ``[spark] jit``."""
+    ``tuning`` holds its further settings by section (``BenchOptions.tuning``)."""
     settings = LoaderSettings(
         loader_id=f"bench-{uuid.uuid4().hex[:6]}",
         table=table,
         topics=(topic,),
         trigger_interval_s=trigger_s,
         max_offsets_per_trigger=per_trigger,
-        extra={"metrics_port": 0, "spark": {"jit": jit}},
+        extra={"metrics_port": 0, **(tuning or {})},
     )
     folder.mkdir(parents=True, exist_ok=True)
     return LoaderProcess(settings, stack, folder, History(folder / "history.jsonl"))
@@ -74,15 +74,15 @@ def run_local(
     topic: str,
     rows: int,
     per_trigger: int,
-    jit: str = DEFAULT_JIT,
+    tuning: Mapping[str, Any] | None = None,
 ) -> Throughput:
-    """The loader in local mode, ``[spark] jit`` set to ``jit``, on a backlog of ``rows`` rows
+    """The loader in local mode, with the settings of ``tuning``, on a backlog of ``rows`` rows
     of ``topic``.
 
     Raises:
         RuntimeError: the loader stopped, or not every row was visible within an hour.
     """
-    loader = local_loader(stack, folder, table, topic, 1.0, per_trigger, jit)
+    loader = local_loader(stack, folder, table, topic, 1.0, per_trigger, tuning)
     started = time.monotonic()
     loader.start(wait=False, track=True)
     try:
@@ -95,7 +95,7 @@ def run_local(
         loader.close()
     ready = started_after(loader)
     ready_text = f', "starting" after {ready:.1f} s' if ready is not None else ""
-    ready_text += f", jit {jit}"
+    ready_text += _tuned(tuning)
     return _throughput(
         "loader_local",
         "loader, local[2]",
@@ -106,7 +106,13 @@ def run_local(
 
 
 def run_cluster(
-    stack: Any, folder: Path, table: str, topic: str, rows: int, per_trigger: int
+    stack: Any,
+    folder: Path,
+    table: str,
+    topic: str,
+    rows: int,
+    per_trigger: int,
+    tuning: Mapping[str, Any] | None = None,
 ) -> Throughput:
     """The loader submitted to a standalone cluster of two one-core workers, on the backlog.
 
@@ -124,7 +130,7 @@ def run_cluster(
         table,
         [topic],
         secret=Secret.from_file(secret_key_file(stack)),
-        kafka={"max_offsets_per_trigger": per_trigger},
+        kafka={"max_offsets_per_trigger": per_trigger, **(tuning or {}).get("kafka", {})},
         loader_id=f"bench-cluster-{uuid.uuid4().hex[:6]}",
         trigger_interval=1.0,
         checkpoint_location=str(folder / "checkpoint"),
@@ -165,8 +171,19 @@ def run_cluster(
         f"loader, standalone cluster ({WORKERS} workers x 1 core)",
         rows,
         seen,
-        f"1 s trigger, {per_trigger:,} per batch, spark-submit client mode",
+        f"1 s trigger, {per_trigger:,} per batch, spark-submit client mode{_tuned(tuning)}",
     )
+
+
+def _tuned(tuning: Mapping[str, Any] | None) -> str:
+    """``tuning``'s settings for the report: ``, jit quick, first slice 20,000``."""
+    tuning = tuning or {}
+    text = ""
+    if "jit" in tuning.get("spark", {}):
+        text += f", jit {tuning['spark']['jit']}"
+    if "first_slice_records" in tuning.get("kafka", {}):
+        text += f", first slice {tuning['kafka']['first_slice_records']:,}"
+    return text
 
 
 def _throughput(key: str, label: str, rows: int, seen: Visibility, detail: str) -> Throughput:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loader.config import DEFAULT_JIT, JVM_COMPILERS
+from loader.config import DEFAULT_FIRST_SLICE_RECORDS, DEFAULT_JIT, JVM_COMPILERS
 
 CEILING = "ceiling"
 BASELINE = "baseline"
@@ -39,6 +39,7 @@ class BenchOptions:
         triggers: freshness trigger intervals, seconds.
         window_days: the rows' event times span this many days before now.
         jit: the local loaders' ``[spark] jit`` (the cluster's JVMs are spark-submit's).
+        first_slice: the loaders' ``[kafka] first_slice_records`` (0: no slice).
         skip: parts not to run.
         out: where the JSON, Markdown and PNG go (None: under the run directory).
     """
@@ -51,6 +52,7 @@ class BenchOptions:
     triggers: tuple[float, ...] = DEFAULT_TRIGGERS
     window_days: float = 1.0
     jit: str = DEFAULT_JIT
+    first_slice: int = DEFAULT_FIRST_SLICE_RECORDS
     skip: frozenset[str] = field(default_factory=frozenset)
     out: Path | None = None
 
@@ -58,12 +60,28 @@ class BenchOptions:
         """Whether ``part`` (one of ``PARTS``) is measured."""
         return part not in self.skip
 
+    def tuning(self, *, local: bool = True) -> dict[str, Any]:
+        """The loader settings this run sets, as sections: ``[spark] jit`` only for a loader
+        that starts its own JVM (``local``; under spark-submit the JVMs are the submitter's)."""
+        tuning: dict[str, Any] = {"kafka": {"first_slice_records": self.first_slice}}
+        if local:
+            tuning["spark"] = {"jit": self.jit}
+        return tuning
+
+
+def _whole(text: str, least: int) -> int:
+    value = int(text.replace("_", "").replace(",", ""))
+    if value < least:
+        raise argparse.ArgumentTypeError(f"must be {'positive' if least else '0 or more'}: {text}")
+    return value
+
 
 def _positive_int(text: str) -> int:
-    value = int(text.replace("_", "").replace(",", ""))
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text}")
-    return value
+    return _whole(text, 1)
+
+
+def _count(text: str) -> int:
+    return _whole(text, 0)
 
 
 def _positive_float(text: str) -> float:
@@ -145,6 +163,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"the local loaders' [spark] jit ({d.jit})",
     )
     parser.add_argument(
+        "--first-slice",
+        type=_count,
+        default=d.first_slice,
+        help=f"the loaders' [kafka] first_slice_records ({d.first_slice:,}; 0: no slice)",
+    )
+    parser.add_argument(
         "--skip",
         type=_skip,
         default=frozenset(),
@@ -164,6 +188,7 @@ def from_args(args: argparse.Namespace) -> BenchOptions:
         triggers=tuple(args.triggers),
         window_days=args.window_days,
         jit=args.jit,
+        first_slice=args.first_slice,
         skip=args.skip,
         out=args.out,
     )
@@ -189,6 +214,7 @@ def command_line(options: BenchOptions) -> str:
         ("--triggers", ",".join(f"{t:g}" for t in options.triggers), "1,5"),
         ("--window-days", options.window_days, d.window_days),
         ("--jit", options.jit, d.jit),
+        ("--first-slice", options.first_slice, d.first_slice),
         ("--skip", ",".join(p for p in PARTS if p in options.skip), ""),
     ]
     for flag, value, default in pairs:
@@ -210,5 +236,6 @@ def as_dict(options: BenchOptions) -> dict[str, Any]:
         "triggers": list(options.triggers),
         "window_days": options.window_days,
         "jit": options.jit,
+        "first_slice": options.first_slice,
         "skip": [p for p in PARTS if p in options.skip],
     }

@@ -115,8 +115,8 @@ def _backlog(
     ):
         if options.runs(part):
             table, where = schema.table(mode), folder / f"loader-{mode}"
-            jit = {"jit": options.jit} if part == LOCAL else {}  # spark-submit's JVMs: theirs
-            run_loader = partial(measure, stack, where, table, topic, rows, per_trigger, **jit)
+            tuning = options.tuning(local=part == LOCAL)
+            run_loader = partial(measure, stack, where, table, topic, rows, per_trigger, tuning)
             _measure(report, f"loader ({mode})", run_loader)
 
 
@@ -136,7 +136,7 @@ def _freshness(
                     trigger,
                     options.freshness_seconds,
                     options.window_days,
-                    options.jit,
+                    options.tuning(),
                 )
             except Exception as exc:  # noted; the other settings still run
                 report.notes.append(f"{name} failed: {type(exc).__name__}: {str(exc)[:500]}")

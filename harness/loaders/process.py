@@ -57,7 +57,8 @@ class LoaderSettings:
         max_offsets_per_trigger: Cap on records per batch.
         transform: The ``[transform]`` table (unnest, case_from, case_to, projections).
         lease_ttl_s: The loader's lease.
-        extra: Further top-level settings (e.g. ``max_record_bytes``).
+        extra: Further settings (e.g. ``max_record_bytes``); ``spark`` and ``kafka`` as
+            mappings of their sections' keys.
         kill_after_commit: Make the loader SIGKILL itself right after its N-th commit (the
             loader's test hook), so a post-commit, pre-checkpoint crash happens for sure
             instead of by luck of timing.
@@ -109,11 +110,12 @@ def loader_config(settings: LoaderSettings, stack: Any, checkpoint: Path) -> Loa
     spark = extra.get("spark", {})
     if isinstance(spark, Mapping):
         extra["spark"] = SparkConfig(**{"local_dir": local_dir, **spark})
+    kafka = {"max_offsets_per_trigger": settings.max_offsets_per_trigger, **extra.pop("kafka", {})}
     return stack_loader_config(
         stack,
         settings.table,
         settings.topics,
-        kafka={"max_offsets_per_trigger": settings.max_offsets_per_trigger},
+        kafka=kafka,
         loader_id=settings.loader_id,
         trigger_interval=settings.trigger_interval_s,
         dead_letter_topic=settings.dead_letter_topic,

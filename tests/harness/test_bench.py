@@ -73,6 +73,7 @@ def test_options_parse_with_defaults_and_skips() -> None:
         ["--rates", "a,b"],
         ["--triggers", "-1"],
         ["--jit", "c2"],
+        ["--first-slice", "-1"],
     ],
 )
 def test_options_refuse_bad_values(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -92,6 +93,18 @@ def test_the_command_line_runs_the_same_options_again() -> None:
     tiered = parse(["--jit", "tiered", "--skip", "cluster"])
     assert command_line(tiered) == "icefloe bench --jit tiered --skip cluster"
     assert parse(command_line(tiered).split()[2:]) == tiered
+    unsliced = parse(["--first-slice", "0"])
+    assert command_line(unsliced) == "icefloe bench --first-slice 0"
+    assert as_dict(unsliced)["first_slice"] == 0
+
+
+def test_the_loaders_get_the_runs_settings_the_cluster_but_its_jit() -> None:
+    options = parse(["--jit", "tiered", "--first-slice", "5000"])
+    assert options.tuning() == {
+        "spark": {"jit": "tiered"},
+        "kafka": {"first_slice_records": 5000},
+    }
+    assert options.tuning(local=False) == {"kafka": {"first_slice_records": 5000}}
 
 
 def test_freshness_figures_from_publish_and_seen_times() -> None:

@@ -74,3 +74,13 @@ def test_a_supervised_loader_keeps_sparks_scratch_beside_its_checkpoint(
         "tiered",
         str(tmp_path / "loader" / "spark-local"),
     )
+    # [kafka] settings given as a mapping (the bench's first slice) join the scenario's.
+    sliced = process.LoaderSettings(
+        "l1",
+        "lake.s.t",
+        ("t",),
+        max_offsets_per_trigger=500,
+        extra={"kafka": {"first_slice_records": 0}},
+    )
+    cfg = process.loader_config(sliced, stack, tmp_path / "c")
+    assert (cfg.kafka.max_offsets_per_trigger, cfg.kafka.first_slice_records) == (500, 0)

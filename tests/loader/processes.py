@@ -20,6 +20,7 @@ from typing import Any
 
 import psutil
 
+from loader import keys
 from tests.loader.conftest import loader_env, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,6 +98,17 @@ def load_all_then_stop(stack: Any, table: str, config: Path, log: Path, rows: in
         assert loader.wait(120) == 0, loader.tail()
     finally:
         kill_if_running(loader)
+
+
+def loader_snapshots(iceberg_catalog: Any, table: str) -> list[dict[str, str]]:
+    """The summaries of ``table``'s loader snapshots (those carrying offsets), oldest first."""
+    _, namespace, name = table.split(".")
+    t = iceberg_catalog.load_table((namespace, name))
+    return [
+        dict(s.summary.additional_properties)
+        for s in t.metadata.snapshots
+        if s.summary and keys.OFFSETS in s.summary.additional_properties
+    ]
 
 
 def counts(stack: Any, table: str) -> tuple[int, int]:

@@ -408,6 +408,15 @@ def test_a_batch_is_capped_unless_set(tmp_path: Path) -> None:
     assert load(tmp_path).kafka.spark_options()["maxOffsetsPerTrigger"] == "200000"
 
 
+def test_a_backlog_is_sliced_unless_turned_off(tmp_path: Path) -> None:
+    assert load(tmp_path).kafka.first_slice_records == 5_000
+    off = MINIMAL.replace("[kafka]\n", "[kafka]\nfirst_slice_records = 0\n")
+    assert load(tmp_path, off).kafka.first_slice_records == 0
+    bad = MINIMAL.replace("[kafka]\n", "[kafka]\nfirst_slice_records = -1\n")
+    with pytest.raises(ConfigError, match=r"kafka\.first_slice_records"):
+        load(tmp_path, bad)
+
+
 # --- one model: names derived from fields, help for every flag, TOML written back ---------
 
 # Every key the loader has ever read; users' files and environments keep working.
@@ -430,6 +439,7 @@ KNOWN_KEYS = [
     "kafka.pattern",
     "kafka.starting_offsets",
     "kafka.max_offsets_per_trigger",
+    "kafka.first_slice_records",
     "kafka.security_protocol",
     "kafka.sasl_mechanism",
     "kafka.username",

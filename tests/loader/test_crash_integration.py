@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from harness.stack.tables import EVENT_ID_COLUMN
+from loader import keys
 from loader.faultpoints import KILL_AFTER_COMMIT_ENV
+from loader.offsets import decode_offsets
 from tests.loader.conftest import reference_values, wait_until
-from tests.loader.processes import LoaderProcess, counts, load_all_then_stop
+from tests.loader.processes import LoaderProcess, counts, load_all_then_stop, loader_snapshots
 
 pytestmark = pytest.mark.integration
 
@@ -57,6 +59,39 @@ def test_kill_9_at_any_moment_gives_no_duplicates_and_no_gaps(
     # 3. Restarted again; runs until everything is in, then stops on SIGTERM.
     load_all_then_stop(stack, table, path, log, 3000)
     assert counts(stack, table) == (3000, 3000), first.tail()
+
+
+def test_a_kill_right_after_the_first_slice_loses_nothing(
+    stack: Any,
+    iceberg_catalog: Any,
+    table_factory: Any,
+    topic_factory: Any,
+    produce: Any,
+    loader_config: Any,
+    tmp_path: Path,
+) -> None:
+    table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory(partitions=2)
+    rows = [v for _, v in reference_values(1500, seed=9)]
+    produce(topic, rows[:800], partition=0)
+    produce(topic, rows[800:], partition=1)
+    path, _ = loader_config(
+        table, [topic], kafka={"max_offsets_per_trigger": 500, "first_slice_records": 300}
+    )
+    log = tmp_path / "loader.log"
+
+    # 1. Dies right after its first commit: the slice, each partition's share of 300 records.
+    first = LoaderProcess(path, log, {KILL_AFTER_COMMIT_ENV: "1"})
+    assert first.wait(180) == -signal.SIGKILL, first.tail()
+    assert counts(stack, table) == (300, 300), first.tail()
+    (sliced,) = loader_snapshots(iceberg_catalog, table)
+    assert sliced[keys.BATCH_ID] == "-1"
+    assert decode_offsets(sliced[keys.OFFSETS]) == {topic: {0: 160, 1: 140}}
+
+    # 2. Restarted: 1,200 records still wait, so it slices again, then streams the rest.
+    load_all_then_stop(stack, table, path, log, 1500)
+    assert counts(stack, table) == (1500, 1500), first.tail()
+    batches = [s[keys.BATCH_ID] for s in loader_snapshots(iceberg_catalog, table)]
+    assert batches[:2] == ["-1", "-1"] and len(batches) > 2
 
 
 @pytest.mark.slow  # a break: proves the check can fail; `pytest -m slow`

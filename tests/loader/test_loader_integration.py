@@ -17,6 +17,7 @@ from loader.errors import ConcurrentLoader, PoisonMessage
 from loader.job import LoaderJob
 from loader.status import read_status
 from tests.loader.conftest import reference_values, wait_until
+from tests.loader.processes import loader_snapshots
 
 pytestmark = pytest.mark.integration
 
@@ -44,16 +45,6 @@ def pump_until(job: LoaderJob, check: Callable[[], bool], timeout_s: float, what
 def counts(stack: Any, table: str) -> tuple[int, int]:
     ((total, distinct),) = stack.query(f"SELECT count(*), count(DISTINCT event_id) FROM {table}")
     return total, distinct
-
-
-def loader_snapshots(iceberg_catalog: Any, table: str) -> list[dict[str, str]]:
-    _, namespace, name = table.split(".")
-    t = iceberg_catalog.load_table((namespace, name))
-    return [
-        dict(s.summary.additional_properties)
-        for s in t.metadata.snapshots
-        if s.summary and keys.OFFSETS in s.summary.additional_properties
-    ]
 
 
 def test_loads_valid_rows_exactly_once_and_resumes_from_the_table(
