@@ -92,7 +92,8 @@ per-batch fixed cost small beside the work (``docs/benchmarks.md``)."""
 DEFAULT_FIRST_SLICE_RECORDS = 5_000
 """Records in the first commit of a backlog waiting at start (``loader.firstslice``): the first
 rows of 1,000,000 were visible 3-4 s sooner (5.2-6.9 s from the process start), and the whole
-backlog 0.5-5 s later; 20,000 was as soon and later done (``docs/benchmarks.md``)."""
+backlog about 1 s later over one day, 4 s over 30; 20,000 was as soon and later done
+(``docs/benchmarks.md``)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -289,7 +289,7 @@ class LoaderJob:
         unsliced = committed if from_table else None
         limit = cfg.kafka.first_slice_records
         per_trigger = cfg.kafka.max_offsets_per_trigger
-        if limit == 0 or (per_trigger is not None and limit >= per_trigger):
+        if limit == 0 or (per_trigger is not None and limit >= per_trigger) or self._stop.is_set():
             return unsliced
         partitions = kafka.partitions(wait_s=KAFKA_START_WAIT_S)
         # Partitions a table with offsets has never seen start at their earliest, as the
