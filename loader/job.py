@@ -242,7 +242,7 @@ class LoaderJob:
         committed = state.committed
         if cfg.exactly_once and not committed.history_truncated:
             self._delete_checkpoint()
-            offsets = self._first_slice(committed.offsets, from_table=committed.found)
+            offsets = self._first_slice(options, committed.offsets, from_table=committed.found)
             if offsets is not None:
                 partitions = self._kafka.partitions(wait_s=KAFKA_START_WAIT_S)
                 starting = starting_offsets_json(partitions, offsets)
@@ -272,10 +272,13 @@ class LoaderJob:
         )
         self.sink.query_id = str(self.query.id)
 
-    def _first_slice(self, committed: Offsets, *, from_table: bool) -> Offsets | None:
+    def _first_slice(
+        self, options: Mapping[str, str], committed: Offsets, *, from_table: bool
+    ) -> Offsets | None:
         """Commit the first slice of a backlog waiting at start (``loader.firstslice``).
 
         Args:
+            options: the stream's Kafka source options (``KafkaConfig.spark_options``).
             committed: the offsets the table holds.
             from_table: the table holds offsets (else they are ``kafka.starting_offsets``'s).
 
@@ -305,7 +308,7 @@ class LoaderJob:
             plan.records,
         )
         reader = self.spark.read.format("kafka")
-        for key, value in plan.spark_options(cfg.kafka.spark_options()).items():
+        for key, value in plan.spark_options(options).items():
             reader = reader.option(key, value)
         sink(reader.load(), FIRST_SLICE_BATCH_ID)
         return sink.last_offsets if sink.last_offsets is not None else unsliced
