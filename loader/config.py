@@ -110,8 +110,9 @@ class KafkaConfig:
     max_offsets_per_trigger: int | None = setting(
         DEFAULT_MAX_OFFSETS_PER_TRIGGER,
         codec=INTEGER,
-        help="at most this many records per micro-batch (a batch is held in memory while it "
-        "is written: a large backlog in one batch can exhaust the driver's heap)",
+        unset=0,
+        help="at most this many records per micro-batch, 0 for no limit (a batch is held in "
+        "memory while it is written: a large backlog in one batch can exhaust the driver's heap)",
     )
     first_slice_records: int = setting(
         DEFAULT_FIRST_SLICE_RECORDS,
@@ -148,7 +149,13 @@ class KafkaConfig:
                 ok = False
             _check(ok, "starting_offsets", "must be earliest, latest or a JSON object")
         limit = self.max_offsets_per_trigger
-        _check(limit is None or limit > 0, "max_offsets_per_trigger", "must be positive")
+        if limit == 0:  # the file's spelling of no limit (TOML has no null)
+            object.__setattr__(self, "max_offsets_per_trigger", None)
+        _check(
+            limit is None or limit >= 0,
+            "max_offsets_per_trigger",
+            "must be positive, or 0 for no limit",
+        )
         _check(self.first_slice_records >= 0, "first_slice_records", "must be 0 or more")
         protocol = self.security_protocol.upper()
         object.__setattr__(self, "security_protocol", protocol)

@@ -11,7 +11,11 @@ fields:
 - the flag spells it ``--kafka-bootstrap``; a secret's value is never a flag, ``ps`` would
   show it;
 - a secret also has a ``<key>_file`` form naming a file that holds it;
-- ``to_toml`` writes a configuration back as the file that would load it.
+- ``to_toml`` writes a configuration back as the file that would load it, exactly.
+
+TOML has no null. A setting that may be unset (``None``) while its default is not names the
+value that spells "unset" in the file, the environment and the flags (``unset=0``: ``0`` means
+no limit); ``build`` reads that value as ``None`` and ``to_toml`` writes ``None`` as it.
 
 ``gather`` layers a TOML file, then the environment, then flags (later layers win), over
 optional ``Defaults`` from the program that runs the loader (the lowest layer), and
@@ -52,6 +56,7 @@ __all__ = [
     "Key",
     "add_flags",
     "build",
+    "default",
     "env_var",
     "flag_values",
     "from_mapping",
@@ -166,8 +171,18 @@ def _mapping(value: Any) -> dict[str, str]:
 STRING = Codec("a string", _string)
 INTEGER = Codec("an integer", _integer, metavar="N")
 BOOLEAN = Codec("true or false", _boolean, metavar="true|false")
+
+
+def _dump_duration(seconds: float) -> str | float:
+    # "5s" where that reads back exactly; otherwise the number of seconds (TOML keeps a float).
+    text = f"{seconds:g}"
+    if _DURATION.fullmatch(text) and float(text) == seconds:
+        return f"{text}s"
+    return float(seconds)
+
+
 DURATION = Codec(
-    "a duration like 500ms, 5s, 2m or 1h", _duration, lambda s: f"{s:g}s", metavar="DURATION"
+    "a duration like 500ms, 5s, 2m or 1h", _duration, _dump_duration, metavar="DURATION"
 )
 STRINGS = Codec("a list of strings", _strings, list, metavar="A,B")
 MAPPING = Codec("a mapping of names to strings (a JSON object)", _mapping, metavar="JSON")
@@ -187,6 +202,8 @@ class Setting:
     codec: Codec
     secret: bool
     required: bool
+    unset: Any = dataclasses.MISSING
+    """The value that spells ``None`` for a setting whose default is not ``None``."""
 
 
 def setting(
@@ -195,6 +212,7 @@ def setting(
     help: str,
     codec: Codec = STRING,
     secret: bool = False,
+    unset: Any = dataclasses.MISSING,
 ) -> Any:
     """A field that is one setting.
 
@@ -203,9 +221,16 @@ def setting(
         help: one line saying what it does (shown by ``--help``).
         codec: how its values are read and written.
         secret: the value is a ``Secret``: never a flag, and also settable as ``<key>_file``.
+        unset: for a field that may be ``None`` while its default is not: the value (as the
+            codec parses it, e.g. ``0``) that stands for ``None`` in every layer. TOML has no
+            null, so without it such a field could not be written.
+
+    Returns:
+        The dataclass field.
     """
     required = default is dataclasses.MISSING
-    meta = {_SETTING: Setting(help, _SECRET if secret else codec, secret, required)}
+    codec = _SECRET if secret else codec
+    meta = {_SETTING: Setting(help, codec, secret, required, unset)}
     return dataclasses.field(default=default, metadata=meta)
 
 
@@ -264,6 +289,28 @@ def keys(cls: type, prefix: str = "") -> Iterator[Key]:
             yield Key(prefix + f.name, s, f.default)
             if s.secret:
                 yield Key(prefix + f.name + "_file", s, None, from_file=True)
+
+
+def default(cls: type, key: str) -> Any:
+    """The default of setting ``key`` (a dotted key) of section ``cls``: the one place it is
+    written, for programs that need it (the harness's own records of loader settings).
+
+    Args:
+        cls: the root section.
+        key: the dotted key, e.g. ``kafka.max_offsets_per_trigger``.
+
+    Returns:
+        The field's default.
+
+    Raises:
+        KeyError: no such setting, or it has no default (it is required).
+    """
+    for k in keys(cls):
+        if k.key == key and not k.from_file:
+            if k.default is dataclasses.MISSING:
+                raise KeyError(f"{key} is required: it has no default")
+            return k.default
+    raise KeyError(key)
 
 
 def env_var(cls: type, key: str) -> str:
@@ -415,6 +462,8 @@ def build(cls: type, values: Mapping[str, _Value], prefix: str = "") -> Any:
         if s is None:
             continue
         value = _secret(key, values) if s.secret else _parse(key, s.codec, values.get(key))
+        if s.unset is not dataclasses.MISSING and value is not _UNSET and value == s.unset:
+            value = None
         if s.required and (value is _UNSET or value in ("", ())):
             k = Key(key, s, f.default)
             raise ConfigError(f"{key} is required (file, {k.env} or {k.flag})")
@@ -476,8 +525,14 @@ def flag_values(cls: type, args: argparse.Namespace) -> dict[str, str]:
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
+def _toml_string(text: str) -> str:
+    # JSON's escapes are TOML's, but TOML also wants DEL escaped, and \uXXXX of a surrogate
+    # half (what ensure_ascii makes of characters beyond the BMP) is invalid TOML.
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
 def _toml_key(name: str) -> str:
-    return name if _BARE_KEY.fullmatch(name) else json.dumps(name)
+    return name if _BARE_KEY.fullmatch(name) else _toml_string(name)
 
 
 def _toml_value(value: Any) -> str:
@@ -487,14 +542,32 @@ def _toml_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(str(value))
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    return _toml_string(str(value))
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, tuple | list | dict) and not value)
 
 
 def to_toml(config: Any) -> str:
-    """The TOML text that loads back into ``config``.
+    """The TOML text that loads back into ``config``, every setting exactly.
 
-    Unset (``None``) settings are left out. A secret is written as ``<key>_file`` when it was
-    read from a file, and left out otherwise: a secret value is never written.
+    A setting that is unset (``None``) or empty where its default is the same is left out; an
+    unset setting with another default is written as its ``unset`` spelling, an empty one as
+    an empty list or table. A secret is written as ``<key>_file`` when it was read from a
+    file, and left out otherwise: a secret value is never written.
+
+    Args:
+        config: a root section.
+
+    Returns:
+        The TOML text.
+
+    Raises:
+        ValueError: a setting is ``None``, its default is not, and it declares no ``unset``
+            spelling (the file would load back with the default).
     """
     out: list[str] = []
 
@@ -507,14 +580,19 @@ def to_toml(config: Any) -> str:
                 tables.append((f"{name}.{f.name}" if name else f.name, value))
                 continue
             s: Setting | None = f.metadata.get(_SETTING)
-            if s is None or value is None or value == ():
+            if s is None:
                 continue
             if s.secret:
-                if value.path is not None:
+                if value is not None and value.path is not None:
                     lines.append(f"{_toml_key(f.name + '_file')} = {_toml_value(value.path)}")
                 continue
-            dumped = s.codec.dump(value)
-            if isinstance(dumped, dict):
+            if value is None and f.default is not None and s.unset is dataclasses.MISSING:
+                where = f"{name}.{f.name}" if name else f.name
+                raise ValueError(f"{where} is None but defaults to {f.default!r}: no spelling")
+            if _empty(value) and (f.default is dataclasses.MISSING or _empty(f.default)):
+                continue
+            dumped = s.codec.dump(s.unset if value is None else value)
+            if isinstance(dumped, dict) and dumped:
                 tables.append((f"{name}.{f.name}" if name else f.name, dumped))
             else:
                 lines.append(f"{_toml_key(f.name)} = {_toml_value(dumped)}")
