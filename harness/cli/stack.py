@@ -14,7 +14,8 @@ from harness.console import print_table, say
 from harness.stack import config as stack_config
 
 CONTROL = ("stop", "start", "kill", "pause", "resume", "restart")
-SERVICES = ("kafka", "minio", "catalog", "trino")
+OPTIONAL_ARTIFACTS = ("toxiproxy",)  # harness.provision.steps.OPTIONAL, without importing it
+SERVICES = ("kafka", "minio", "catalog", "trino", "toxiproxy")  # toxiproxy: optional
 
 
 def open_stack(args: argparse.Namespace) -> Any:
@@ -29,7 +30,7 @@ def provision(args: argparse.Namespace) -> int:
     from harness.provision.layout import Layout
     from harness.provision.steps import provision as run_steps
 
-    run_steps(Layout(stack_config.load(args.stack_config).cache_dir))
+    run_steps(Layout(stack_config.load(args.stack_config).cache_dir), args.extras)
     return 0
 
 
@@ -108,7 +109,14 @@ def add_parsers(sub: Any) -> None:
         parser.set_defaults(func=handler)
         return parser
 
-    add("provision", provision, "fetch every artifact into the cache (idempotent)")
+    add("provision", provision, "fetch every artifact into the cache (idempotent)").add_argument(
+        "--with",
+        dest="extras",
+        action="append",
+        default=[],
+        choices=OPTIONAL_ARTIFACTS,
+        help="also build an optional artifact (toxiproxy: network faults on the wire)",
+    )
     add("up", _up, "start the stack").add_argument(
         "--no-provision", action="store_true", help="do not check the cache first"
     )

