@@ -8,6 +8,7 @@ never share state. Set ICEFLOE_KEEP_STACK=1 to leave a stack started by the test
 A test that asks for the stack (directly or through another fixture) must be marked
 `integration` or `scenario`: an unmarked one fails before its fixtures are set up, so
 `make test-unit` never starts a stack behind anyone's back.
+`toxiproxy` gives a test the stack's optional Toxiproxy (faults on the loader's wire), reset.
 `--backend containers` (or ICEFLOE_BACKEND=containers) runs the same stack as containers; tests
 marked `containers` run only then.
 """
@@ -89,6 +90,36 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Any]:
     yield running
     if started_here and os.environ.get(KEEP_STACK) != "1":
         running.down()
+
+
+@pytest.fixture(scope="session")
+def toxiproxy_service(stack: Any) -> Iterator[Any]:
+    """The stack's Toxiproxy (built on first use), started for the session if it was not
+    running, with its three proxies; stopped at the end only if started here."""
+    from harness.stack.toxiproxy import proxy_specs
+
+    service = getattr(stack, "toxiproxy", None)
+    if service is None:
+        pytest.skip("Toxiproxy runs on the local backend only")
+    started_here = not service.process.is_running()
+    service.start()
+    service.client().populate(proxy_specs(stack.config))
+    yield service
+    if started_here and os.environ.get(KEEP_STACK) != "1":
+        service.stop()
+
+
+@pytest.fixture
+def toxiproxy(toxiproxy_service: Any) -> Iterator[Any]:
+    """The stack's Toxiproxy with no toxic and every proxy enabled, before and after the test.
+
+    Point the loader under test at ``toxiproxy.proxied_endpoints()``; add faults with
+    ``toxiproxy.client()`` or the ``wire_*`` fault kinds.
+    """
+    client = toxiproxy_service.client()
+    client.reset()
+    yield toxiproxy_service
+    client.reset()
 
 
 @pytest.fixture
