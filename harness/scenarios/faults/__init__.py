@@ -15,6 +15,9 @@ Kinds, by lane (a lane is what a generated schedule plays one event at a time):
   ``pause_service`` (SIGSTOP, then SIGCONT); on the wire through Toxiproxy (``wire``):
   ``wire_latency``, ``wire_bandwidth``, ``wire_reset_peer``, ``wire_timeout``, ``wire_slicer``,
   ``wire_limit_data``, ``wire_down``;
+  HTTP faults on the loader's catalog requests through the run's catalog proxy (``commits``):
+  ``catalog_http`` (the answer lost after the commit applied, 5xx after it, a refusal, a
+  delay, a black hole, 504 now and the commit later);
 - maintenance: ``optimize``, ``expire_snapshots``, ``remove_orphan_files``,
   ``retention_delete`` (through ``harness.maintenance``);
 - schema: ``add_column``, ``drop_column``, ``widen_column``, ``rename_column``;
@@ -131,6 +134,7 @@ def build_fault(kind: str, params: Any, rng: random.Random) -> Fault:
 def _load_kinds() -> None:
     # The kinds register themselves when their modules are imported.
     from harness.scenarios.faults import (  # noqa: F401
+        commits,
         loader,
         maintenance,
         schema,

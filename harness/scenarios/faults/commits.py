@@ -1,0 +1,178 @@
+"""Catalog faults on the wire: HTTP answers lost, replaced, refused, delayed or held.
+
+The loader commits each batch with one HTTP request to the REST catalog. What the harness
+needs to provoke is the case a TCP fault cannot: the commit applied, and the loader told
+something else (nothing, a 5xx, a 504 now and the commit later). ``catalog_http`` arms a
+rule on the run's catalog proxy (``harness.stack.catalogproxy.CatalogProxy``, the
+``catalog_proxy`` attribute of the run, which the loader under test must use as its
+catalog URL; a run without one skips the fault) and disarms it when healed, which also
+releases a black hole's held requests.
+
+Each request the rule fires on is recorded by the proxy as a ``catalog_proxy.fired`` event
+in the run's history, with whether the catalog applied it and its real status; the heal
+records the counts (fired, applied, not applied, unknown, still in flight).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from harness.scenarios.faults import FaultSkipped, fault_kind
+from harness.stack.catalogproxy import (
+    COMMIT_PATH,
+    LOAD_PATH,
+    TRANSACTION_PATH,
+    CatalogProxy,
+    Mode,
+    Rule,
+)
+
+__all__ = ["TARGETS", "CatalogHttp", "CatalogHttpParams", "catalog_proxy"]
+
+Target = Literal["commit", "transaction", "load", "any"]
+TARGETS: dict[str, tuple[str, str]] = {
+    "commit": ("POST", COMMIT_PATH),
+    "transaction": ("POST", TRANSACTION_PATH),
+    "load": ("GET", LOAD_PATH),
+    "any": (".*", ".*"),
+}
+"""Which requests a target names: (method, path) regular expressions."""
+
+
+@dataclass(frozen=True)
+class CatalogHttpParams:
+    """Parameters of ``catalog_http`` (see ``harness.stack.catalogproxy.Rule``).
+
+    Attributes:
+        mode: ``drop_after_forward``, ``status_after_forward``, ``refuse``, ``delay``,
+            ``black_hole`` or ``deliver_late``.
+        on: Which requests: ``commit`` (a table's commit), ``transaction`` (a multi-table
+            commit), ``load`` (a table load), ``any``.
+        times: Fire on this many matching requests (``None``: every one until healed).
+        probability: Chance that a matching request is fired on (the run's seed decides).
+        status: The status answered (default 502 after forwarding, 503 for ``refuse``).
+        retry_after_s: ``refuse``: a ``Retry-After`` header.
+        drop: ``refuse``: close the connection instead of answering.
+        delay_ms: ``delay``: before forwarding.
+        answer_delay_ms: ``delay``: before passing the answer on.
+        hold_s: ``black_hole``: close after this long (``None``: hold until healed).
+        late_s: ``deliver_late``: forward this long after answering 504.
+        wait_s: Inject waits up to this long for ``times`` firings (0: returns at once).
+    """
+
+    mode: Mode
+    on: Target = "commit"
+    times: int | None = 1
+    probability: float = 1.0
+    status: int | None = None
+    retry_after_s: int | None = None
+    drop: bool = False
+    delay_ms: int = 0
+    answer_delay_ms: int = 0
+    hold_s: float | None = None
+    late_s: float = 5.0
+    wait_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.rule()  # the same checks as the proxy's
+
+    def rule(self, name: str = "") -> Rule:
+        """The proxy rule these parameters make.
+
+        Args:
+            name: The rule's name (empty: the proxy names it).
+
+        Returns:
+            The rule.
+
+        Raises:
+            ValueError: A value the proxy refuses.
+        """
+        method, path = TARGETS[self.on]
+        return Rule(
+            mode=self.mode,
+            method=method,
+            path=path,
+            times=self.times,
+            probability=self.probability,
+            status=self.status,
+            retry_after_s=self.retry_after_s,
+            drop=self.drop,
+            delay_ms=self.delay_ms,
+            answer_delay_ms=self.answer_delay_ms,
+            hold_s=self.hold_s,
+            late_s=self.late_s,
+            name=name,
+        )
+
+
+def catalog_proxy(run: Any) -> CatalogProxy:
+    """The run's catalog proxy, recording into the run's history.
+
+    Args:
+        run: A ``harness.scenarios.engine.Run`` (or anything with ``catalog_proxy`` and
+            ``history``).
+
+    Returns:
+        The proxy.
+
+    Raises:
+        FaultSkipped: The run has no catalog proxy in front of its loader.
+    """
+    proxy = getattr(run, "catalog_proxy", None)
+    if proxy is None:
+        raise FaultSkipped("the run's loader does not reach the catalog through a proxy")
+    if proxy.history is None:
+        proxy.history = run.history
+    return proxy  # type: ignore[no-any-return]
+
+
+_RULES = iter(range(1, 1 << 62))
+
+
+@fault_kind("catalog_http", "infra", CatalogHttpParams)
+class CatalogHttp:
+    """An HTTP fault on catalog requests (lost answer, 5xx, refusal, delay, black hole, late)."""
+
+    kind = "catalog_http"
+    lane = "infra"
+
+    def __init__(self, params: CatalogHttpParams, rng: random.Random) -> None:
+        self.params = params
+        self.rng = rng
+        self.name = f"catalog_{params.mode}"
+        self._rule: str | None = None
+        self._proxy: CatalogProxy | None = None
+
+    def inject(self, run: Any) -> Mapping[str, Any]:
+        proxy = catalog_proxy(run)
+        rule = proxy.add(self.params.rule(f"{self.name}-{next(_RULES)}"))
+        self._proxy, self._rule = proxy, rule.name
+        facts: dict[str, Any] = {"rule": rule.name, "method": rule.method, "path": rule.path}
+        if self.params.wait_s > 0:
+            wanted = self.params.times or 1
+            fired = proxy.wait_fired(wanted, self.params.wait_s, rule.name)
+            facts["fired"] = len(fired)
+        return facts
+
+    def heal(self, run: Any) -> Mapping[str, Any]:
+        proxy, rule = self._proxy, self._rule
+        if proxy is None or rule is None:
+            return {"note": "never armed"}
+        started = proxy.firings(rule)
+        proxy.remove(rule)
+        # A black hole's held requests are released by the removal, and recorded a moment later.
+        settle_s = 2.0 if self.params.mode == "black_hole" else 0.0
+        fired = proxy.wait_fired(started, settle_s, rule)
+        self._rule = None
+        return {
+            "rule": rule,
+            "fired": started,
+            "applied": sum(1 for f in fired if f.applied is True),
+            "not_applied": sum(1 for f in fired if f.applied is False),
+            "unknown": sum(1 for f in fired if f.applied is None),
+            "in_flight": max(0, started - len(fired)),
+        }
