@@ -92,10 +92,11 @@ def stack(pytestconfig: pytest.Config) -> Iterator[Any]:
         running.down()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def toxiproxy_service(stack: Any) -> Iterator[Any]:
-    """The stack's Toxiproxy (built on first use), started for the session if it was not
-    running, with its three proxies; stopped at the end only if started here."""
+    """The stack's Toxiproxy (built on first use), started for the test module if it was not
+    running, with its three proxies; stopped after the module only if started here (it starts
+    in about half a second, and the other modules see the stack's four services alone)."""
     from harness.stack.toxiproxy import proxy_specs
 
     service = getattr(stack, "toxiproxy", None)

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import psutil
 import pytest
 import requests
 
@@ -97,6 +98,17 @@ def test_a_client_bootstrapped_at_the_proxy_is_told_to_stay_on_it(wire: Toxiprox
     # A direct client is told the broker's own address.
     _, direct = _metadata(f"{c.host}:{c.kafka_port}")
     assert [b.port for b in direct.brokers.values()] == [c.kafka_port]
+
+
+def test_toxiproxy_listens_on_loopback_only(wire: Toxiproxy) -> None:
+    assert wire.process.pid is not None
+    listening = [
+        c.laddr
+        for c in psutil.Process(wire.process.pid).net_connections(kind="inet")
+        if c.status == psutil.CONN_LISTEN
+    ]
+    assert {a.port for a in listening} == set(wire.ports)
+    assert {a.ip for a in listening} <= {"127.0.0.1", "::ffff:127.0.0.1"}
 
 
 def test_latency_delays_a_kafka_metadata_request_and_heal_restores_it(wire: Toxiproxy) -> None:
