@@ -25,6 +25,7 @@ _LANE_OF = {
     "zombie_loader": "loader",
     "pause_": "infra",
     "kill_": "infra",
+    "wire_": "infra",
     "optimize": "maintenance",
     "expire_snapshots": "maintenance",
     "remove_orphan_files": "maintenance",
@@ -42,7 +43,7 @@ _LANE_OF = {
 def _lane(name: str) -> str:
     if name in _LANE_OF:
         return _LANE_OF[name]
-    for prefix in ("pause_", "kill_"):
+    for prefix in ("pause_", "kill_", "wire_"):
         if name.startswith(prefix):
             return _LANE_OF[prefix]
     return "other"
