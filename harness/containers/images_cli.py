@@ -22,7 +22,12 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from harness.containers.engine import Engine
-    from harness.containers.images import FINGERPRINT_LABEL, LOCAL_IMAGES, ImageBuilder
+    from harness.containers.images import (
+        FINGERPRINT_LABEL,
+        LOCAL_IMAGES,
+        OPTIONAL_IMAGES,
+        ImageBuilder,
+    )
     from harness.provision.layout import Layout
     from harness.provision.steps import provision
 
@@ -37,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rows = [
         (service, tag, (builder.image_id(tag) or "-")[:12], builder.label(tag, FINGERPRINT_LABEL))
-        for service, tag in LOCAL_IMAGES.items()
+        for service, tag in {**LOCAL_IMAGES, **OPTIONAL_IMAGES}.items()
     ]
     print_table(("service", "image", "id", "fingerprint"), rows)
     return 0

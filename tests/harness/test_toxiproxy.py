@@ -208,6 +208,17 @@ def test_provision_with_toxiproxy_on_the_command_line(monkeypatch: pytest.Monkey
     assert asked == [["toxiproxy"]]
 
 
+def test_its_image_is_optional_and_copies_the_provisioned_server(tmp_path: Path) -> None:
+    from harness.containers import images
+
+    layout = Layout(tmp_path)
+    (spec,) = images.optional_image_specs(layout)
+    assert spec.inputs == {"toxiproxy": layout.toxiproxy_bin}
+    assert (spec.source / "Containerfile").is_file()
+    assert spec.tag.endswith(f"/toxiproxy:{layout.toxiproxy_bin.parts[-3]}")
+    assert spec.service not in images.LOCAL_IMAGES  # not one of the stack's four
+
+
 def test_the_stack_knows_toxiproxy_but_does_not_start_it(tmp_path: Path) -> None:
     from harness.stack.lakehouse import Stack
 
