@@ -28,21 +28,36 @@ class ResolveError(RuntimeError):
     """Ivy could not resolve a bundle."""
 
 
+def _exclude(indent: str, group: str, module: str) -> str:
+    return f"{indent}<exclude org={quoteattr(group)} module={quoteattr(module)}/>"
+
+
+def _dependency(a: versions.MavenArtifact) -> str:
+    head = (
+        f"    <dependency org={quoteattr(a.group)} name={quoteattr(a.artifact)} "
+        f'rev={quoteattr(a.version)} conf="default->default"'
+    )
+    if not a.excludes:
+        return head + "/>"
+    inner = "\n".join(_exclude("      ", g, m) for g, m in a.excludes)
+    return f"{head}>\n{inner}\n    </dependency>"
+
+
 def module_xml(
     name: str,
     artifacts: Sequence[versions.MavenArtifact],
     overrides: Sequence[versions.MavenArtifact] = (),
+    excludes: Sequence[tuple[str, str]] = (),
 ) -> str:
     """An ivy.xml asking for `artifacts` with their runtime dependencies.
 
-    Each of `overrides` replaces the version any POM of the bundle asks for that module.
+    Each of `overrides` replaces the version any POM of the bundle asks for that module. An
+    artifact's own `excludes` leave modules out of its dependencies only (Gradle's `exclude` on
+    one dependency); `excludes` here leave them out of the whole bundle.
     """
     deps = "\n".join(
-        [
-            f"    <dependency org={quoteattr(a.group)} name={quoteattr(a.artifact)} "
-            f'rev={quoteattr(a.version)} conf="default->default"/>'
-            for a in artifacts
-        ]
+        [_dependency(a) for a in artifacts]
+        + [_exclude("    ", g, m) for g, m in excludes]
         + [
             f"    <override org={quoteattr(o.group)} module={quoteattr(o.artifact)} "
             f"rev={quoteattr(o.version)}/>"
@@ -63,8 +78,10 @@ def resolve(
     artifacts: Sequence[versions.MavenArtifact],
     dest: Path,
     overrides: Sequence[versions.MavenArtifact] = (),
+    excludes: Sequence[tuple[str, str]] = (),
 ) -> list[Path]:
-    """Copy `artifacts` and their dependencies into `dest`, with `overrides` pinned.
+    """Copy `artifacts` and their dependencies into `dest`, with `overrides` pinned and
+    `excludes` (group, module) left out of the whole bundle.
 
     Returns:
         The jars in dest.
@@ -74,7 +91,7 @@ def resolve(
     """
     work = dest.parent / f".{dest.name}-ivy"
     work.mkdir(parents=True, exist_ok=True)
-    (work / "ivy.xml").write_text(module_xml(name, artifacts, overrides))
+    (work / "ivy.xml").write_text(module_xml(name, artifacts, overrides, excludes))
     staging = dest.with_name(dest.name + ".part")
     cmd = [
         str(java), "-jar", str(ivy_jar),

@@ -45,6 +45,8 @@ class MavenArtifact:
     version: str
     ext: str = "jar"
     classifier: str = ""
+    # (group, module) pairs left out of this artifact's dependencies; "*" matches any module.
+    excludes: tuple[tuple[str, str], ...] = ()
 
     @property
     def filename(self) -> str:
@@ -87,6 +89,65 @@ SPARK_EXTRAS_OVERRIDES = (
         f"spark-token-provider-kafka-0-10_{SCALA_BINARY}",
         SPARK_KAFKA_TOKEN_PROVIDER,
     ),
+)
+
+# The Apache Iceberg Kafka Connect sink (a peer loader under test), resolved only on demand
+# (harness/provision/kafka_connect.py). Iceberg publishes no runtime zip on Maven Central, so its
+# lib/ is assembled here the way kafka-connect/build.gradle assembles it: the sink, its
+# transforms, Parquet and ORC, the AWS module and bundle, and hadoop-common with that file's
+# exclusions.
+# 1.10.1 cannot parse an ISO-8601 timestamp with a fraction and an offset (what Python writes).
+ICEBERG_KAFKA_CONNECT = ICEBERG
+HADOOP = "3.4.3"  # Iceberg 1.11.0's own hadoop3 version
+HADOOP_COMMON_EXCLUDES = (
+    ("log4j", "*"),
+    ("org.slf4j", "*"),
+    ("ch.qos.reload4j", "*"),
+    ("org.apache.avro", "avro"),
+    ("com.google.guava", "*"),
+    ("com.google.protobuf", "*"),
+    ("org.apache.curator", "*"),
+    ("org.apache.zookeeper", "*"),
+    ("org.apache.kerby", "*"),
+    ("org.apache.hadoop", "hadoop-auth"),
+    ("org.apache.commons", "commons-configuration2"),
+    ("org.apache.hadoop.thirdparty", "hadoop-shaded-protobuf_3_7"),
+    ("org.eclipse.jetty", "*"),
+)
+KAFKA_CONNECT_SINK_MODULES = (
+    *(
+        MavenArtifact("org.apache.iceberg", name, ICEBERG_KAFKA_CONNECT)
+        for name in (
+            "iceberg-kafka-connect",
+            "iceberg-kafka-connect-events",
+            "iceberg-kafka-connect-transforms",
+            "iceberg-parquet",
+            "iceberg-orc",  # the distribution has it, and 1.11's file-format registry needs it
+            "iceberg-aws",
+            "iceberg-aws-bundle",
+        )
+    ),
+    MavenArtifact("org.apache.hadoop", "hadoop-common", HADOOP, excludes=HADOOP_COMMON_EXCLUDES),
+)
+# Excluded from the whole bundle, as the distribution's `configurations.all` does.
+KAFKA_CONNECT_SINK_EXCLUDES = (("javax.activation", "activation"),)
+# The versions the distribution forces over what the POMs ask (known vulnerabilities).
+KAFKA_CONNECT_SINK_OVERRIDES = (
+    MavenArtifact("org.codehaus.jettison", "jettison", "1.5.4"),
+    MavenArtifact("org.xerial.snappy", "snappy-java", "1.1.10.7"),
+    MavenArtifact("org.apache.commons", "commons-compress", "1.27.1"),
+    MavenArtifact("org.apache.hadoop.thirdparty", "hadoop-shaded-guava", "1.4.0"),
+    MavenArtifact("com.fasterxml.woodstox", "woodstox-core", "6.7.0"),
+    MavenArtifact("commons-beanutils", "commons-beanutils", "1.11.0"),
+)
+# The Kafka Connect worker that runs the sink: the broker's own version, log4j2 for its logs.
+KAFKA_CONNECT_WORKER_MODULES = (
+    *(
+        MavenArtifact("org.apache.kafka", name, KAFKA)
+        for name in ("connect-runtime", "connect-json", "connect-api", "connect-transforms")
+    ),
+    MavenArtifact("org.apache.logging.log4j", "log4j-slf4j2-impl", LOG4J),
+    MavenArtifact("org.apache.logging.log4j", "log4j-core", LOG4J),
 )
 
 # Java feature release each service needs: (lowest, highest) inclusive.

@@ -1,0 +1,125 @@
+"""The Iceberg Kafka Connect sink on the stack: loads the reference rows, survives kill -9.
+
+20,000 reference rows in two partitions go into a reference table through one standalone
+worker with one task per partition; the table is compared with the publisher's ledger through
+Trino (``harness.verify``). The worker is frozen and thawed, then killed with kill -9 before it
+commits a second run of rows, and restarted: nothing of either run may be missing or doubled.
+The time from the worker's start to its first and to all rows visible is printed (``-s``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness import verify
+from harness.loaders.kafka_connect import KafkaConnectSettings, KafkaConnectSink
+from harness.pytest_plugin import unique_name
+from harness.stack.tables import EVENT_ID_COLUMN
+from publisher.clock import ClockConfig
+from publisher.messages import GenerationConfig
+from publisher.producer import Publisher, PublisherConfig
+
+pytestmark = pytest.mark.integration
+
+ROWS = 20_000
+LATER_ROWS = 5_000
+
+
+def _publish(stack: Any, topic: str, work: Path, seed: int, count: int) -> Path:
+    generation = GenerationConfig(
+        seed=seed,
+        clock=ClockConfig(anchor=dt.datetime.now(dt.UTC), window_days=1),
+        partitions=(0, 1),
+    )
+    config = PublisherConfig(generation=generation, ledger_dir=work, progress=False)
+    ledger = work / f"{topic}-{seed}.jsonl"
+    result = Publisher(stack.bootstrap_servers, topic, config).publish(count, ledger_path=ledger)
+    assert result.valid == count, result
+    return ledger
+
+
+def _wait(check: Callable[[], bool], timeout_s: float, what: str, sink: KafkaConnectSink) -> float:
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > timeout_s:
+            raise AssertionError(
+                f"timed out after {timeout_s:.0f} s waiting for {what}; {sink.health()}\n"
+                f"{sink.log_tail(60)}"
+            )
+        time.sleep(0.5)
+    return time.monotonic() - started
+
+
+def test_the_sink_loads_every_row_and_loses_none_to_a_kill_9(
+    stack: Any, table_factory: Any, topic_factory: Any, tmp_path: Path
+) -> None:
+    table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory(partitions=2)
+    ledgers = [_publish(stack, topic, tmp_path, seed=31, count=ROWS)]
+    expected = verify.read_ledgers(ledgers)[0].valid_event_ids()
+    settings = KafkaConnectSettings(name=unique_name("kc"), table=table, topics=(topic,))
+    sink = KafkaConnectSink(settings, stack, tmp_path / "connect")
+
+    def rows() -> int:
+        return int(stack.query(f"SELECT count(*) FROM {table}")[0][0])
+
+    def all_of(ids: set[str]) -> Callable[[], bool]:
+        return lambda: not verify.compare_rows(verify.table_event_ids(stack.query, table), ids).lost
+
+    with sink:
+        began = time.monotonic()
+        running = sink.start()
+        assert sink.tasks_max == 2, "one task per partition"
+        _wait(lambda: rows() > 0, 120, "the first rows", sink)
+        first = time.monotonic() - began
+        _wait(all_of(expected), 180, f"all {ROWS} rows", sink)
+        everything = time.monotonic() - began
+        print(
+            f"\nkafka connect sink, from the worker's start: every task running {running:.1f} s, "
+            f"first rows visible {first:.1f} s, all {ROWS} rows {everything:.1f} s"
+        )
+        verdict = verify.compare_rows(verify.table_event_ids(stack.query, table), expected)
+        assert verdict.exactly_once, verdict
+        # Its progress: the consumer group's offsets reach the end of both partitions.
+        ends = {(topic, p): end for p, end in _ends(stack, topic).items()}
+        _wait(lambda: sink.committed_offsets() == ends, 30, f"offsets {ends}", sink)
+
+        # Frozen, its REST API answers nothing; thawed, every task runs on.
+        sink.freeze()
+        assert sink.frozen() and not sink.health().reachable
+        sink.thaw()
+        _wait(lambda: sink.health().healthy, 60, "the thawed worker's tasks", sink)
+
+        # A second run, read and written but not yet committed (10 s commits) when the worker
+        # is killed with kill -9; then a restart on the same settings.
+        ledgers.append(_publish(stack, topic, tmp_path, seed=32, count=LATER_ROWS))
+        time.sleep(3)
+        assert sink.kill() is not None
+        assert not sink.is_running()
+        restarted = time.monotonic()
+        sink.start()  # the new consumers wait out the killed ones' session (45 s)
+        expected |= verify.read_ledgers(ledgers[1:])[0].valid_event_ids()
+        _wait(all_of(expected), 240, "every row after the restart", sink)
+        took = time.monotonic() - restarted
+        print(f"after kill -9: every row visible {took:.1f} s after the restart")
+
+    verdict = verify.compare_rows(verify.table_event_ids(stack.query, table), expected)
+    assert not verdict.lost and not verdict.unexpected, verdict
+    # Exactly-once is the sink's claim; a duplicate here is a finding about the sink.
+    print(f"after kill -9: {verdict.rows} rows, {len(verdict.duplicated)} ids duplicated")
+    assert verdict.exactly_once, verdict
+
+
+def _ends(stack: Any, topic: str) -> dict[int, int]:
+    from confluent_kafka import TopicPartition
+
+    consumer = stack.kafka_consumer("icefloe-ends")
+    try:
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), 30)[1] for p in (0, 1)}
+    finally:
+        consumer.close()
