@@ -62,6 +62,7 @@ __all__ = [
     "from_mapping",
     "gather",
     "keys",
+    "override",
     "section",
     "setting",
     "to_toml",
@@ -494,6 +495,44 @@ def from_mapping(cls: type, table: Mapping[str, Any], origin: str) -> Any:
     values: dict[str, _Value] = {}
     _flatten(table, "", {k.key for k in keys(cls)}, origin, values)
     return build(cls, values)
+
+
+def override(config: Any, values: Mapping[str, Any], origin: str) -> Any:
+    """``config`` with further settings layered over it, read as a file or a flag would be.
+
+    What a program running the loader adds to a configuration it built (a scenario's extra
+    settings, the flags of ``icefloe loader start``): each value goes through its setting's
+    codec and the sections' checks, as if it came after ``config`` in ``load_config``.
+
+    Args:
+        config: a root section (a ``LoaderConfig``).
+        values: dotted key (or a section's table) -> a TOML value or a flag's text, e.g.
+            ``{"spark.jit": "tiered"}``, ``{"spark": {"jit": "tiered"}}``,
+            ``{"trigger_interval": "2s"}``, ``{"catalog.s3_secret_key_file": "/run/s3"}``.
+        origin: where the values come from, for messages.
+
+    Returns:
+        The new configuration (``config`` itself is frozen).
+
+    Raises:
+        ConfigError: an unknown key, or a value the setting refuses (naming it and
+            ``origin``; never a secret's value).
+    """
+    cls = type(config)
+    known = {k.key for k in keys(cls)}
+    merged: dict[str, _Value] = {}
+    _flatten(tomllib.loads(to_toml(config)), "", known, "the configuration", merged)
+    for k in keys(cls):  # a secret given as its value is not in the file
+        if k.setting.secret and not k.from_file:
+            secret = config
+            for part in k.key.split("."):
+                secret = getattr(secret, part)
+            if secret is not None and secret.path is None:
+                merged[k.key] = _Value(secret.reveal(), "the configuration", 0)
+    given: dict[str, _Value] = {}
+    _flatten(values, "", known, origin, given)
+    merged.update({key: _Value(v.raw, v.origin, 1) for key, v in given.items()})
+    return build(cls, merged)
 
 
 # ---------------------------------------------------------------------------

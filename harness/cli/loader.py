@@ -4,14 +4,20 @@
 same loader in the background on the local stack and returns once its query runs, so one shell
 can start it, crash it (`kill`: kill -9 of the loader and its JVM), freeze it past its lease
 (`freeze`, `thaw`) and start it again (`start --name N` with no settings reuses the last ones).
+`start` takes the setting flags of `icefloe load` (generated from the loader's configuration,
+`loader.settings.add_flags`), with the loader's defaults.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from harness.console import print_table, say
+
+if TYPE_CHECKING:
+    from harness.loaders.process import LoaderSettings
 
 _VERBS = {
     "stop": "stop gracefully (the batch in progress finishes)",
@@ -21,45 +27,64 @@ _VERBS = {
 }
 
 
-def _duration(text: str) -> float:
-    from loader.settings import DURATION
-
-    try:
-        return float(DURATION.parse(text))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected a duration like 500ms, 5s or 2m: {text!r}"
-        ) from None
-
-
 def _stack(args: argparse.Namespace) -> Any:
     from harness.cli.stack import open_stack
 
     return open_stack(args)
 
 
-def _start(args: argparse.Namespace) -> int:
-    from harness.loaders.background import open_loader, saved_settings
+def settings_from_flags(
+    name: str, flags: Mapping[str, str], metrics_port: Callable[[], int]
+) -> LoaderSettings:
+    """The settings of background loader ``name`` from the setting flags of ``loader start``.
+
+    Args:
+        name: the loader's name (``--name``).
+        flags: dotted key -> text, as ``loader.settings.flag_values`` gives them.
+        metrics_port: gives the port for metrics when no flag sets one.
+
+    Returns:
+        The settings; every flag but the table, topics and loader id is kept as text in
+        ``extra``, read by the loader's codecs when its configuration is built.
+
+    Raises:
+        ValueError: no ``--table`` or no ``--kafka-topics``.
+    """
     from harness.loaders.process import LoaderSettings
+    from loader.settings import STRINGS
+
+    rest = dict(flags)
+    table, topics = rest.pop("table", None), rest.pop("kafka.topics", None)
+    if not (table and topics):
+        raise ValueError("give --table and --kafka-topics (or no settings, to restart)")
+    # The stack's port for loader metrics (or the next free one), not the loader's own
+    # default: several stacks, and several background loaders, share one machine.
+    rest.setdefault("metrics_port", str(metrics_port()))
+    return LoaderSettings(
+        # A loader id per name: two background loaders on one table would be two owners.
+        loader_id=rest.pop("loader_id", f"icefloe-{name}"),
+        table=table,
+        topics=STRINGS.parse(topics),
+        extra=rest,
+    )
+
+
+def _start(args: argparse.Namespace) -> int:
+    from harness.loaders.background import loaders_dir, open_loader, saved_settings
+    from harness.loaders.process import loader_config
     from harness.stack.ports import free_port
+    from loader import settings as loader_settings
+    from loader.config import LoaderConfig
 
     stack = _stack(args)
     settings: LoaderSettings | None = None
-    if args.table or args.kafka_topics:
-        if not (args.table and args.kafka_topics):
-            raise ValueError("give both --table and --kafka-topics (or neither, to restart)")
-        metrics = args.metrics_port
-        if metrics is None:
-            metrics = free_port(stack.config.loader_metrics_port)
-        settings = LoaderSettings(
-            loader_id=args.loader_id or f"icefloe-{args.name}",
-            table=args.table,
-            topics=tuple(t for t in args.kafka_topics.split(",") if t),
-            dead_letter_topic=args.dead_letter_topic,
-            trigger_interval_s=args.trigger_interval,
-            lease_ttl_s=args.lease_ttl,
-            extra={"metrics_port": metrics},
+    flags = loader_settings.flag_values(LoaderConfig, args)
+    if flags:
+        settings = settings_from_flags(
+            args.name, flags, lambda: free_port(stack.config.loader_metrics_port)
         )
+        # Refused now, before they are saved for the next start (raises ConfigError).
+        loader_config(settings, stack, loaders_dir(stack) / args.name / "checkpoint")
     elif saved_settings(stack, args.name) is None:
         raise ValueError("give --table and --kafka-topics: no loader of this name ran before")
     loader = open_loader(stack, args.name, settings)
@@ -73,7 +98,7 @@ def _start(args: argparse.Namespace) -> int:
     except RuntimeError as exc:
         say(f"[red]loader {args.name} did not start[/]: {exc}")
         return 1
-    metrics = loader.settings.extra.get("metrics_port")
+    metrics = int(loader.settings.extra.get("metrics_port") or 0)
     served = f", metrics on 127.0.0.1:{metrics}" if metrics else ""
     say(f"loader {args.name} running (pid {loader.process.pid}, {took:.0f} s to start{served})")
     return 0
@@ -143,6 +168,8 @@ def _logs(args: argparse.Namespace) -> int:
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``loader`` and its sub-commands on the entry point's sub-parsers."""
     from harness.loaders.background import DEFAULT_NAME
+    from loader import settings as loader_settings
+    from loader.config import LoaderConfig
 
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "loader",
@@ -157,20 +184,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         return sub
 
     start = verb("start", "start a loader in the background (no settings: as last time)")
-    start.add_argument("--table", help="catalog.schema.table")
-    start.add_argument("--kafka-topics", help="topics to load, comma-separated")
-    start.add_argument("--dead-letter-topic", help="where malformed records go")
-    start.add_argument("--loader-id", help="names its lease on the table (icefloe-NAME)")
-    start.add_argument(
-        "--trigger-interval", type=_duration, default=3.0, help="one batch per interval (3s)"
-    )
-    start.add_argument("--lease-ttl", type=_duration, default=60.0, help="the lease (60s)")
-    start.add_argument(
-        "--metrics-port",
-        type=int,
-        help="Prometheus port (default: the stack's loader port, or the next free one; 0: none)",
-    )
     start.add_argument("--no-wait", action="store_true", help="return before its query runs")
+    loader_settings.add_flags(
+        start.add_argument_group(
+            "settings (those of icefloe load; --table and --kafka-topics are required, the "
+            "loader id is icefloe-NAME and the metrics port the stack's loader port, or the "
+            "next free one, unless given)"
+        ),
+        LoaderConfig,
+    )
     start.set_defaults(func=_start)
     for name, help_ in _VERBS.items():
         verb(name, help_).set_defaults(func=_control, command_verb=name)

@@ -28,6 +28,13 @@ from publisher import topics
 from publisher.ledger import Ledger
 from publisher.producer import PublishResult
 
+DEMO_TRIGGER_S = 2.0
+"""The demo's batches, shorter than the loader's default (5 s): an audience watches rows arrive
+and a loader restart, so a batch should land before attention drifts."""
+DEMO_LEASE_TTL_S = 10.0
+"""The demo's lease, shorter than the loader's (a minute at these batches): the zombie's
+successor takes the table over while the audience waits."""
+
 
 @dataclass
 class Lab:
@@ -100,8 +107,8 @@ class Lab:
             table=self.table,
             topics=(self.topic,),
             dead_letter_topic=self.dead_letter_topic,
-            trigger_interval_s=2.0,
-            lease_ttl_s=10.0,
+            trigger_interval_s=DEMO_TRIGGER_S,
+            lease_ttl_s=DEMO_LEASE_TTL_S,
             extra={"metrics_port": free_port(19400)},
         )
         chosen = dataclasses.replace(chosen, **settings)

@@ -21,7 +21,7 @@ from typing import Any
 from rich.markup import escape
 
 from harness import maintenance
-from harness.demo.lab import Lab, record
+from harness.demo.lab import DEMO_TRIGGER_S, Lab, record
 from harness.demo.narrator import Narrator
 from loader import keys
 
@@ -169,7 +169,7 @@ def _publish_step(story: Story) -> None:
     load = os.getloadavg()[0]
     out.say(
         f"[bold]every valid row visible {lag:.1f} s after the last was sent[/] "
-        f"(2 s batches; load average {load:.1f} on {os.cpu_count()} cores)"
+        f"({DEMO_TRIGGER_S:g} s batches; load average {load:.1f} on {os.cpu_count()} cores)"
     )
     story.measures["visible after the last publish"] = f"{lag:.1f} s (load {load:.1f})"
     sent = sorted(
@@ -182,7 +182,7 @@ def _publish_step(story: Story) -> None:
         {
             "rate": rate,
             "valid": result.valid,
-            "trigger_interval_s": 2.0,
+            "trigger_interval_s": DEMO_TRIGGER_S,
             "visible_after_last_publish_s": round(lag, 2),
             "load_average": round(load, 1),
             "published": [round(t - start, 3) for t in sent],

@@ -23,6 +23,7 @@ from typing import Any
 from harness.loaders.config import stack_loader_config
 from harness.scenarios.history import History
 from harness.stack.process import ManagedProcess
+from loader import settings as loader_settings
 from loader.cli import EXIT_NOT_OWNER
 from loader.config import LoaderConfig, SparkConfig, env_var
 from loader.faultpoints import (
@@ -31,7 +32,6 @@ from loader.faultpoints import (
     PAUSE_AT_ENV,
     PAUSE_DELAY_MS_ENV,
 )
-from loader.settings import from_mapping
 from loader.transforms import Transform
 
 HOOK_ENVS = (KILL_AFTER_COMMIT_ENV, PAUSE_AT_ENV, PAUSE_AFTER_COMMITS_ENV, PAUSE_DELAY_MS_ENV)
@@ -43,9 +43,25 @@ RETIRE_LEASE_POLL_S = 2.0
 _STARTED_MARK = "icefloe.loader: starting "
 
 
+def _loader_default(key: str) -> Any:
+    """The loader's own default of setting ``key`` (its field in ``loader/config.py``)."""
+    return loader_settings.default(LoaderConfig, key)
+
+
+NO_BATCH_LIMIT: int | None = None
+"""The harness's ``max_offsets_per_trigger``, where it means something other than the loader:
+no cap. The loader's cap (200,000 records) keeps a backlog of a million rows from exhausting
+the driver's heap; a scenario publishes at most tens of thousands, and its ``burst`` fault
+publishes at the cap over the trigger interval (the loader's would be 40,000 messages a second
+at 5 s batches), or at 1,000 a second when there is no cap."""
+
+
 @dataclass(frozen=True)
 class LoaderSettings:
-    """What a scenario decides about its loader; the rest comes from the stack.
+    """What the harness decides about a loader it runs; the stack supplies the rest.
+
+    A loader setting left out takes the loader's own default (read from ``LoaderConfig``),
+    except ``max_offsets_per_trigger`` (``NO_BATCH_LIMIT``).
 
     Attributes:
         loader_id: Unique per table (the ownership lease); kept across restarts.
@@ -54,11 +70,13 @@ class LoaderSettings:
         dead_letter_topic: ``None`` makes the loader stop at the first malformed record.
         trigger_interval_s: Seconds per micro-batch.
         exactly_once: ``False`` switches the loader's offset guard off (break demonstrations).
-        max_offsets_per_trigger: Cap on records per batch.
+        max_offsets_per_trigger: Cap on records per batch (``None``: no cap).
         transform: The ``[transform]`` table (unnest, case_from, case_to, projections).
-        lease_ttl_s: The loader's lease.
-        extra: Further settings (e.g. ``max_record_bytes``); ``spark`` and ``kafka`` as
-            mappings of their sections' keys.
+        lease_ttl_s: The loader's lease (``None``: the loader's, from the trigger interval).
+        extra: Further loader settings by the loader's own keys, read by its codecs as the
+            file or a flag would be: a dotted key (``max_record_bytes``, ``spark.jit``) or a
+            section's table (``{"spark": {"jit": "tiered"}}``), a TOML value or a flag's text.
+            Applied last: they win over the fields above.
         kill_after_commit: Make the loader SIGKILL itself right after its N-th commit (the
             loader's test hook), so a post-commit, pre-checkpoint crash happens for sure
             instead of by luck of timing.
@@ -73,16 +91,16 @@ class LoaderSettings:
     loader_id: str
     table: str
     topics: tuple[str, ...]
-    dead_letter_topic: str | None = None
-    trigger_interval_s: float = 3.0
-    exactly_once: bool = True
-    max_offsets_per_trigger: int | None = None
+    dead_letter_topic: str | None = _loader_default("dead_letter_topic")
+    trigger_interval_s: float = _loader_default("trigger_interval")
+    exactly_once: bool = _loader_default("exactly_once")
+    max_offsets_per_trigger: int | None = NO_BATCH_LIMIT
     transform: Mapping[str, Any] = field(default_factory=dict)
-    lease_ttl_s: float = 60.0
+    lease_ttl_s: float | None = _loader_default("lease_ttl")
     extra: Mapping[str, Any] = field(default_factory=dict)
     kill_after_commit: int | None = None
     self_kills: int = 1
-    fencing: bool = True
+    fencing: bool = _loader_default("fencing")
     pause_at: str | None = None
     pause_after_commits: int = 0
 
@@ -101,21 +119,18 @@ def loader_config(settings: LoaderSettings, stack: Any, checkpoint: Path) -> Loa
     Raises:
         loader.errors.ConfigError: A scenario setting the loader refuses.
     """
-    transform = from_mapping(Transform, settings.transform, "the scenario's [loader.transform]")
-    extra = dict(settings.extra)
+    transform = loader_settings.from_mapping(
+        Transform, settings.transform, "the scenario's [loader.transform]"
+    )
     # Spark's scratch folder beside the checkpoint: a loader killed with kill -9 leaves its
     # spark-* folder there, removed with the run's folder, not in the system's temp folder.
-    # Settings of [spark] given as a mapping keep that default.
     local_dir = str(checkpoint.parent / "spark-local")
-    spark = extra.get("spark", {})
-    if isinstance(spark, Mapping):
-        extra["spark"] = SparkConfig(**{"local_dir": local_dir, **spark})
-    kafka = {"max_offsets_per_trigger": settings.max_offsets_per_trigger, **extra.pop("kafka", {})}
-    return stack_loader_config(
+    config = stack_loader_config(
         stack,
         settings.table,
         settings.topics,
-        kafka=kafka,
+        kafka={"max_offsets_per_trigger": settings.max_offsets_per_trigger},
+        spark=SparkConfig(local_dir=local_dir),
         loader_id=settings.loader_id,
         trigger_interval=settings.trigger_interval_s,
         dead_letter_topic=settings.dead_letter_topic,
@@ -124,8 +139,10 @@ def loader_config(settings: LoaderSettings, stack: Any, checkpoint: Path) -> Loa
         exactly_once=settings.exactly_once,
         fencing=settings.fencing,
         transform=transform,
-        **extra,
     )
+    if not settings.extra:
+        return config
+    return loader_settings.override(config, settings.extra, "the loader's extra settings")
 
 
 def env_hooks(env: Mapping[str, str]) -> dict[str, str]:
@@ -232,11 +249,11 @@ class LoaderProcess:
                 "invoke",
                 "start",
                 loader_id=self.settings.loader_id,
-                trigger_interval_s=self.settings.trigger_interval_s,
-                exactly_once=self.settings.exactly_once,
-                fencing=self.settings.fencing,
+                trigger_interval_s=config.trigger_interval,
+                exactly_once=config.exactly_once,
+                fencing=config.fencing,
                 pause_at=self.settings.pause_at if self.starts == 0 else None,
-                dead_letter_topic=self.settings.dead_letter_topic,
+                dead_letter_topic=config.dead_letter_topic,
                 kill_after_commit=self.settings.kill_after_commit if self_kill else None,
                 hooks=dict(hooks) if hooks else None,
             )

@@ -37,7 +37,10 @@ from harness.scenarios.schedule import Schedule, ScheduledFault
 __all__ = ["PROFILES", "Profile", "lane_counts", "scenario_doc", "schedules"]
 
 # The generated world. Messages carry every column of the pool; the table starts with some of
-# them, and schema faults add, widen, rename and drop them while the loader writes.
+# them, and schema faults add, widen, rename and drop them while the loader writes. Its loader
+# differs from the loader's defaults on purpose: short batches and lease, so that faults land
+# among many commits and a frozen loader's successor takes over within a run, and at most
+# 1,000 records a batch: its maximum rate (500 msg/s) is what a burst publishes at.
 LOADER: dict[str, Any] = {
     "trigger_interval_s": 2.0,
     "max_offsets_per_trigger": 1000,

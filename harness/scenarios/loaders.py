@@ -31,6 +31,9 @@ PausePoint = Literal["planned", "write", "publish", "random"]
 class LoaderOptions:
     """A scenario's loader settings (``[loader]``); the stack supplies the rest.
 
+    Each default is the harness loader's (``LoaderSettings``), which is the loader's own but
+    for the batch cap.
+
     Attributes:
         trigger_interval_s: Seconds per micro-batch.
         exactly_once: ``False`` turns the loader's offset guard off (a break).
@@ -39,10 +42,10 @@ class LoaderOptions:
         max_offsets_per_trigger: Cap on records per batch (the loader's maximum rate is this
             over the trigger interval).
         transform: The loader's ``[transform]`` table.
-        max_record_bytes: The loader's payload limit.
+        max_record_bytes: The loader's payload limit (``None``: the loader's).
         kill_after_commit: The first starts SIGKILL themselves after this many commits.
         self_kills: How many starts get ``kill_after_commit``.
-        lease_ttl_s: The lease.
+        lease_ttl_s: The lease (``None``: the loader's, from the trigger interval).
         pause_at: The first start freezes itself at this point of a batch (``random``: a
             point drawn from the run's seed).
         pause_after_commits: Commits before the pause can fire.
@@ -50,21 +53,21 @@ class LoaderOptions:
     """
 
     trigger_interval_s: float = LoaderSettings.trigger_interval_s
-    exactly_once: bool = True
-    fencing: bool = True
+    exactly_once: bool = LoaderSettings.exactly_once
+    fencing: bool = LoaderSettings.fencing
     dead_letter: bool = True
-    max_offsets_per_trigger: int | None = None
+    max_offsets_per_trigger: int | None = LoaderSettings.max_offsets_per_trigger
     transform: dict[str, Any] = field(default_factory=dict)
     max_record_bytes: int | None = None
     kill_after_commit: int | None = None
     self_kills: int = LoaderSettings.self_kills
-    lease_ttl_s: float = LoaderSettings.lease_ttl_s
+    lease_ttl_s: float | None = LoaderSettings.lease_ttl_s
     pause_at: PausePoint | None = None
     pause_after_commits: int = 0
     restart_on_exit: bool = False
 
     def __post_init__(self) -> None:
-        if self.trigger_interval_s <= 0 or self.lease_ttl_s <= 0:
+        if self.trigger_interval_s <= 0 or (self.lease_ttl_s is not None and self.lease_ttl_s <= 0):
             raise ValueError("trigger_interval_s and lease_ttl_s must be > 0")
 
     @property

@@ -65,8 +65,8 @@ def test_a_supervised_loader_keeps_sparks_scratch_beside_its_checkpoint(
     settings = process.LoaderSettings("l1", "lake.s.t", ("t",))
     cfg = process.loader_config(settings, stack, tmp_path / "loader" / "checkpoint")
     assert cfg.spark.local_dir == str(tmp_path / "loader" / "spark-local")
-    own = process.LoaderSettings("l1", "lake.s.t", ("t",), extra={"spark": SparkConfig()})
-    assert process.loader_config(own, stack, tmp_path / "c").spark.local_dir is None
+    own = process.LoaderSettings("l1", "lake.s.t", ("t",), extra={"spark.local_dir": "/x"})
+    assert process.loader_config(own, stack, tmp_path / "c").spark.local_dir == "/x"
     # [spark] settings given as a mapping (the bench's jit) keep the scratch folder.
     tiered = process.LoaderSettings("l1", "lake.s.t", ("t",), extra={"spark": {"jit": "tiered"}})
     cfg = process.loader_config(tiered, stack, tmp_path / "loader" / "checkpoint")
@@ -84,3 +84,116 @@ def test_a_supervised_loader_keeps_sparks_scratch_beside_its_checkpoint(
     )
     cfg = process.loader_config(sliced, stack, tmp_path / "c")
     assert (cfg.kafka.max_offsets_per_trigger, cfg.kafka.first_slice_records) == (500, 0)
+
+
+def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
+    """The stub stack, with the Spark settings passed through (no provisioned jars needed)."""
+    from harness.loaders import config
+    from loader.config import SparkConfig
+
+    monkeypatch.setattr(config, "provisioned_spark", lambda cache, spark: spark or SparkConfig())
+    stack = _stack(tmp_path)
+    stack.config.cache_dir = tmp_path / "cache"
+    return stack
+
+
+def test_a_harness_loader_takes_the_loaders_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.loaders import process
+    from harness.scenarios.loaders import LoaderOptions
+    from loader.config import LoaderConfig
+    from loader.settings import default
+
+    settings = process.LoaderSettings("l1", "lake.s.t", ("t",))
+    cfg = process.loader_config(settings, _offline(tmp_path, monkeypatch), tmp_path / "c")
+    for key in ("trigger_interval", "lease_ttl", "exactly_once", "fencing", "dead_letter_topic"):
+        assert getattr(cfg, key) == default(LoaderConfig, key), key
+    assert settings.trigger_interval_s == cfg.trigger_interval
+    options = LoaderOptions()
+    assert (options.trigger_interval_s, options.lease_ttl_s) == (cfg.trigger_interval, None)
+    # The one harness default of its own: no batch limit (NO_BATCH_LIMIT says why).
+    assert settings.max_offsets_per_trigger is None and options.max_rate is None
+
+
+def test_a_harness_loader_without_a_batch_limit_runs_without_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the harness believes is what the loader process reads from the file."""
+    from harness.loaders import process
+    from loader.config import load_config
+
+    stack = _offline(tmp_path, monkeypatch)
+    for cap in (None, 300):
+        settings = process.LoaderSettings("l1", "lake.s.t", ("t",), max_offsets_per_trigger=cap)
+        cfg = process.loader_config(settings, stack, tmp_path / "c")
+        path = tmp_path / "loader.toml"
+        path.write_text(cfg.to_toml())
+        again = load_config(path, env={process.SECRET_ENV: "s3cr3t"})
+        assert again == cfg and again.kafka.max_offsets_per_trigger == cap
+
+
+def test_extra_settings_are_read_as_the_loader_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.loaders import process
+    from loader.errors import ConfigError
+
+    stack = _offline(tmp_path, monkeypatch)
+    extra = {"trigger_interval": "2s", "max_record_bytes": 10, "kafka.max_offsets_per_trigger": "0"}
+    settings = process.LoaderSettings(
+        "l1", "lake.s.t", ("t",), max_offsets_per_trigger=9, extra=extra
+    )
+    cfg = process.loader_config(settings, stack, tmp_path / "c")
+    assert (cfg.trigger_interval, cfg.max_record_bytes) == (2.0, 10)
+    assert cfg.kafka.max_offsets_per_trigger is None  # extra wins over the field
+    assert cfg.catalog.s3_secret_key is not None and cfg.catalog.s3_secret_key.reveal() == "s3cr3t"
+    bad = process.LoaderSettings("l1", "lake.s.t", ("t",), extra={"trigger_interval": "soon"})
+    with pytest.raises(ConfigError, match=r"trigger_interval \(from the loader's extra"):
+        process.loader_config(bad, stack, tmp_path / "c")
+    with pytest.raises(ConfigError, match="unknown setting 'trigger_intervall'"):
+        process.loader_config(
+            process.LoaderSettings("l1", "lake.s.t", ("t",), extra={"trigger_intervall": 1}),
+            stack,
+            tmp_path / "c",
+        )
+
+
+def _options(parser: object, *path: str) -> set[str]:
+    """The option strings of the sub-command at ``path`` of ``parser``."""
+    import argparse
+
+    for name in path:
+        assert isinstance(parser, argparse.ArgumentParser)
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = sub.choices[name]
+    assert isinstance(parser, argparse.ArgumentParser)
+    return {o for a in parser._actions for o in a.option_strings}
+
+
+def test_loader_start_takes_the_setting_flags_of_load() -> None:
+    parser = build_parser()
+    load = _options(parser, "load") - {"-h", "--help", "-v", "--verbose", "--config", "--backend"}
+    start = _options(parser, "loader", "start") - {"-h", "--help", "--name", "--no-wait"}
+    assert load == start and "--kafka-max-offsets-per-trigger" in start
+
+
+def test_loader_start_flags_become_the_loaders_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.cli.loader import settings_from_flags
+    from harness.loaders import process
+    from loader.config import LoaderConfig
+    from loader.settings import default, flag_values
+
+    argv = ["loader", "start", "--name", "w", "--table", "lake.s.t", "--kafka-topics", "a,b"]
+    argv += ["--lease-ttl", "15s", "--kafka-max-offsets-per-trigger", "0"]
+    flags = flag_values(LoaderConfig, build_parser().parse_args(argv))
+    settings = settings_from_flags("w", flags, lambda: 59401)
+    assert (settings.loader_id, settings.topics) == ("icefloe-w", ("a", "b"))
+    cfg = process.loader_config(settings, _offline(tmp_path, monkeypatch), tmp_path / "c")
+    assert (cfg.lease_ttl, cfg.metrics_port) == (15.0, 59401)
+    assert cfg.trigger_interval == default(LoaderConfig, "trigger_interval")  # not 3 s
+    assert cfg.kafka.max_offsets_per_trigger is None
+    with pytest.raises(ValueError, match="--kafka-topics"):
+        settings_from_flags("w", {"table": "lake.s.t"}, lambda: 1)

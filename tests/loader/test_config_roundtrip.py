@@ -365,3 +365,27 @@ def test_defaults_are_read_from_the_fields() -> None:
         settings.default(LoaderConfig, "kafka.bootstrap")
     with pytest.raises(KeyError):
         settings.default(LoaderConfig, "no.such")
+
+
+def test_override_reads_values_as_a_later_layer(tmp_path: Path) -> None:
+    secret = tmp_path / "s3"
+    secret.write_text("from-file")
+    base = dataclasses.replace(
+        LoaderConfig(**MINIMAL),  # type: ignore[arg-type]
+        catalog=CatalogConfig(uri="http://c", s3_secret_key=Secret("direct")),
+    )
+    same = settings.override(base, {}, "nothing")
+    assert same == base and same.catalog.s3_secret_key == Secret("direct")
+    changed = settings.override(
+        base,
+        {"spark": {"jit": "tiered"}, "trigger_interval": "2s", "kafka.max_offsets_per_trigger": 7},
+        "the test's values",
+    )
+    assert (changed.spark.jit, changed.trigger_interval) == ("tiered", 2.0)
+    assert changed.kafka.max_offsets_per_trigger == 7
+    from_file = settings.override(base, {"catalog.s3_secret_key_file": str(secret)}, "a flag")
+    assert from_file.catalog.s3_secret_key == Secret("from-file")
+    with pytest.raises(ConfigError, match=r"spark\.gc \(from the test's values\) must be one of"):
+        settings.override(base, {"spark.gc": "zgc"}, "the test's values")
+    with pytest.raises(ConfigError, match=r"unknown setting 'spark\.gcc' in the test's values"):
+        settings.override(base, {"spark.gcc": "g1"}, "the test's values")
