@@ -15,12 +15,16 @@ import sys
 from collections.abc import Callable, Sequence
 
 from loader.config import LoaderConfig, add_flags, from_args
-from loader.errors import ConcurrentLoader, LoaderError
+from loader.errors import CatalogUnavailable, ConcurrentLoader, LoaderError
 from loader.settings import Defaults
 
-__all__ = ["EXIT_NOT_OWNER", "build_parser", "configure_parser", "main", "run"]
+__all__ = ["EXIT_NOT_OWNER", "EXIT_STALLED", "build_parser", "configure_parser", "main", "run"]
 
 EXIT_NOT_OWNER = 3
+
+EXIT_STALLED = 4
+"""The exit code of a loader that made no progress for ``progress_timeout``: a catalog, storage
+or Kafka that did not answer (the message names it)."""
 """Exit code of a loader that does not own its table: another loader's lease was live at
 start (``ConcurrentLoader``), or another loader took the table over while it ran (``Fenced``).
 A supervisor need not restart it at once: the owner is loading."""
@@ -81,7 +85,8 @@ def run(
             harness offers a local stack's endpoints and credentials).
 
     Returns:
-        The exit code: 0 on a requested stop, ``EXIT_NOT_OWNER`` (3) when another loader owns
+        The exit code: 0 on a requested stop, ``EXIT_STALLED`` (4) when a service did not
+        answer within ``progress_timeout``, ``EXIT_NOT_OWNER`` (3) when another loader owns
         the table (refused at start, or fenced off while running), 1 on any other error.
     """
     logging.basicConfig(
@@ -112,7 +117,9 @@ def run(
         return LoaderJob(config).run()
     except LoaderError as exc:
         print(f"icefloe load: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return EXIT_NOT_OWNER if isinstance(exc, ConcurrentLoader) else 1
+        if isinstance(exc, ConcurrentLoader):
+            return EXIT_NOT_OWNER
+        return EXIT_STALLED if isinstance(exc, CatalogUnavailable) else 1
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -89,6 +89,19 @@ DEFAULT_MAX_OFFSETS_PER_TRIGGER = 200_000
 default 1 GiB driver out of heap while caching the decoded batch; 200,000 fit and keep the
 per-batch fixed cost small beside the work (``docs/benchmarks.md``)."""
 
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+"""``[catalog] connect_timeout`` unless set: a local or regional catalog opens a connection in
+milliseconds; five seconds tells a dead address from a slow one."""
+
+DEFAULT_READ_TIMEOUT_S = 30.0
+"""``[catalog] read_timeout`` unless set: the longest a catalog commit or an S3 request took on
+a busy 2-core machine was a few seconds; an answer 30 s late is treated as lost (the commit's
+outcome is then read back from the table)."""
+
+DEFAULT_PROGRESS_TIMEOUT_S = 300.0
+"""``progress_timeout`` unless set: long enough to ride out a catalog or storage restart and a
+network fault of minutes, short enough that a supervisor hears of an outage."""
+
 DEFAULT_FIRST_SLICE_RECORDS = 5_000
 """Records in the first commit of a backlog waiting at start (``loader.firstslice``): the first
 rows of 1,000,000 were visible 3-4 s sooner (5.2-6.9 s from the process start), and the whole
@@ -276,6 +289,22 @@ class CatalogConfig:
     s3_path_style: bool = setting(
         True, codec=BOOLEAN, help="path-style S3 URLs (MinIO) instead of virtual hosts"
     )
+    connect_timeout: float = setting(
+        DEFAULT_CONNECT_TIMEOUT_S,
+        codec=DURATION,
+        help="how long a connection to the catalog or to S3 may take to open (every client: "
+        "the driver's and Spark's)",
+    )
+    read_timeout: float = setting(
+        DEFAULT_READ_TIMEOUT_S,
+        codec=DURATION,
+        help="how long a catalog or S3 call may wait for its answer before it counts as lost "
+        "(a half-open connection otherwise holds the loader for ever)",
+    )
+
+    def __post_init__(self) -> None:
+        _check(self.connect_timeout > 0, "connect_timeout", "must be positive")
+        _check(self.read_timeout > 0, "read_timeout", "must be positive")
 
 
 SPARK_LOG_LEVELS = ("ALL", "TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL", "OFF")
@@ -454,6 +483,12 @@ class LoaderConfig:
         help="publish a batch only while this loader owns the table; false appends straight "
         "to main, unfenced (demonstrations only)",
     )
+    progress_timeout: float = setting(
+        DEFAULT_PROGRESS_TIMEOUT_S,
+        codec=DURATION,
+        help="how long the loader keeps retrying a catalog, storage or Kafka that does not "
+        "answer before it exits non-zero naming the service and the fault",
+    )
     case_insensitive: bool = setting(
         True, codec=BOOLEAN, help="match JSON keys to column names ignoring case"
     )
@@ -489,6 +524,7 @@ class LoaderConfig:
         _check(
             0 <= self.metrics_port <= 65535, "metrics_port", "must be 0..65535 (0 disables metrics)"
         )
+        _check(self.progress_timeout > 0, "progress_timeout", "must be positive")
         _check(self.max_record_bytes > 0, "max_record_bytes", "must be positive")
         _check(self.max_depth > 0, "max_depth", "must be positive")
         if not self.dead_letter_topic:

@@ -2,45 +2,96 @@
 
 Timed faults from outside (a SIGKILL "somewhere", a SIGSTOP "at some point") hit the dangerous
 windows of a commit only by luck. These hooks put the loader into those windows for sure, so a
-test or a scenario can prove what happens there. They are read once from the environment, cost
-nothing when unset, and are never set in production.
+test or a scenario can prove what happens there. They are read once from the environment, armed
+from the process's start (the first batch after a restart carries the fault: nothing waits for
+a commit), cost nothing when unset, and are never set in production.
 
-- ``ICEFLOE_TEST_KILL_AFTER_COMMIT=N``: SIGKILL the loader's process group right after its
-  N-th Iceberg commit, before Spark writes its checkpoint: the worst moment for exactly-once.
+The points of a batch, in order (``POINTS``):
+
+* ``take_over``: the take-over's commit has landed; the query has not started;
+* ``planned``: the table state is read and the lease checked, before decoding;
+* ``decoded``: the records are decoded and the commit planned, before any dead letter is sent;
+* ``dead_lettered``: the batch's dead letters are acknowledged by Kafka, before the write;
+* ``write``: ``ICEFLOE_TEST_PAUSE_DELAY_MS`` (default 200) into the Spark write of the batch's
+  data files (inside the data-file write when the batch is large enough);
+* ``publish``: the batch's data files and staged snapshot are written, before the commit
+  that publishes them;
+* ``commit_sent``: the publishing commit's request is on its way (the signal comes
+  ``ICEFLOE_TEST_PAUSE_DELAY_MS`` after it was sent, from a timer): it may or may not land;
+* ``committed``: the publishing commit has landed, before Spark writes its checkpoint: the
+  worst moment for exactly-once.
+
+Variables:
+
+- ``ICEFLOE_TEST_KILL_AT=POINT``: SIGKILL the loader's process group at ``POINT`` of the first
+  batch with records to write after ``ICEFLOE_TEST_KILL_AFTER_COMMITS`` commits (default 0).
+- ``ICEFLOE_TEST_KILL_AFTER_COMMIT=N``: the same as ``ICEFLOE_TEST_KILL_AT=committed`` with N-1
+  commits let through: SIGKILL right after the N-th commit.
 - ``ICEFLOE_TEST_PAUSE_AT=POINT``: SIGSTOP the loader's process group (Python driver, Spark's JVM
-  and its Python workers) when the first batch with records to write reaches ``POINT``, after
-  ``ICEFLOE_TEST_PAUSE_AFTER_COMMITS`` commits (default 0). It stays frozen until someone sends
-  SIGCONT, as a garbage-collection pause, a frozen VM or a stalled container would. Points:
-
-  * ``planned``: the table state is read and the lease checked, before decoding;
-  * ``write``: ``ICEFLOE_TEST_PAUSE_DELAY_MS`` (default 200) into the Spark write of the batch's
-    data files (inside the data-file write when the batch is large enough);
-  * ``publish``: the batch's data files and staged snapshot are written, before the commit
-    that publishes them.
+  and its Python workers) at ``POINT`` after ``ICEFLOE_TEST_PAUSE_AFTER_COMMITS`` commits
+  (default 0). It stays frozen until someone sends SIGCONT, as a garbage-collection pause, a
+  frozen VM or a stalled container would.
+- ``ICEFLOE_TEST_TRACE=FILE``: each fault that fires appends one JSON line to FILE (point,
+  action, commits so far, process id, time), written and synced before the signal: the record
+  of where a fault landed, which no outside observer can get right for a kill.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import signal
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = [
+    "KILL_AFTER_COMMITS_ENV",
     "KILL_AFTER_COMMIT_ENV",
+    "KILL_AT_ENV",
     "PAUSE_AFTER_COMMITS_ENV",
     "PAUSE_AT_ENV",
     "PAUSE_DELAY_MS_ENV",
     "PAUSE_POINTS",
+    "POINTS",
+    "TRACE_ENV",
     "FaultPoints",
+    "read_trace",
 ]
 
+log = logging.getLogger("icefloe.loader")
+
 KILL_AFTER_COMMIT_ENV = "ICEFLOE_TEST_KILL_AFTER_COMMIT"
+KILL_AT_ENV = "ICEFLOE_TEST_KILL_AT"
+KILL_AFTER_COMMITS_ENV = "ICEFLOE_TEST_KILL_AFTER_COMMITS"
 PAUSE_AT_ENV = "ICEFLOE_TEST_PAUSE_AT"
 PAUSE_AFTER_COMMITS_ENV = "ICEFLOE_TEST_PAUSE_AFTER_COMMITS"
 PAUSE_DELAY_MS_ENV = "ICEFLOE_TEST_PAUSE_DELAY_MS"
+TRACE_ENV = "ICEFLOE_TEST_TRACE"
+
+POINTS = (
+    "take_over",
+    "planned",
+    "decoded",
+    "dead_lettered",
+    "write",
+    "publish",
+    "commit_sent",
+    "committed",
+)
+"""Every point, in the order a start and its first batch pass them."""
+
 PAUSE_POINTS = ("planned", "write", "publish")
+"""The points a scenario's ``pause_at`` draws from (``random``): inside a batch, before its
+commit, where a frozen loader that thaws past its lease must be fenced."""
+
+TIMED_POINTS = frozenset({"write", "commit_sent"})
+"""Points whose signal comes from a timer, ``pause_delay_ms`` after the work began."""
+
+KILL = "kill"
+FREEZE = "freeze"
 
 
 def _count(text: str | None, default: int | None) -> int | None:
@@ -48,61 +99,124 @@ def _count(text: str | None, default: int | None) -> int | None:
     return int(text) if text.isdigit() else default
 
 
+def _point(env: Mapping[str, str], name: str) -> str | None:
+    point = (env.get(name) or "").strip() or None
+    if point is not None and point not in POINTS:
+        raise ValueError(f"{name}={point!r}: expected one of {POINTS}")
+    return point
+
+
 @dataclass
 class FaultPoints:
     """The fault hooks one loader process honours.
 
     Attributes:
-        kill_after_commit: SIGKILL right after this many commits, or ``None``.
-        pause_at: the point to freeze at once, or ``None``.
+        kill_at: the point to SIGKILL at, or ``None``.
+        kill_after_commits: commits to let through before the kill can fire.
+        pause_at: the point to freeze at, or ``None``.
         pause_after_commits: commits to let through before the pause can fire.
-        pause_delay_ms: for ``write``: how long into the write to freeze.
+        pause_delay_ms: for the timed points: how long after the work began to signal.
+        trace: the file each fired fault is recorded in, or ``None``.
     """
 
-    kill_after_commit: int | None = None
+    kill_at: str | None = None
+    kill_after_commits: int = 0
     pause_at: str | None = None
     pause_after_commits: int = 0
     pause_delay_ms: int = 200
-    _paused: bool = False
+    trace: str | None = None
+    _fired: bool = False
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> FaultPoints:
         """Read the hooks from the environment.
 
         Raises:
-            ValueError: ``ICEFLOE_TEST_PAUSE_AT`` names no known point.
+            ValueError: a point that is not one of ``POINTS``.
         """
         env = os.environ if env is None else env
-        pause_at = (env.get(PAUSE_AT_ENV) or "").strip() or None
-        if pause_at is not None and pause_at not in PAUSE_POINTS:
-            raise ValueError(f"{PAUSE_AT_ENV}={pause_at!r}: expected one of {PAUSE_POINTS}")
+        kill_at = _point(env, KILL_AT_ENV)
+        kill_after = _count(env.get(KILL_AFTER_COMMITS_ENV), 0) or 0
+        after_commit = _count(env.get(KILL_AFTER_COMMIT_ENV), None)
+        if kill_at is None and after_commit is not None:
+            kill_at, kill_after = "committed", max(after_commit - 1, 0)
         return cls(
-            kill_after_commit=_count(env.get(KILL_AFTER_COMMIT_ENV), None),
-            pause_at=pause_at,
+            kill_at=kill_at,
+            kill_after_commits=kill_after,
+            pause_at=_point(env, PAUSE_AT_ENV),
             pause_after_commits=_count(env.get(PAUSE_AFTER_COMMITS_ENV), 0) or 0,
             pause_delay_ms=_count(env.get(PAUSE_DELAY_MS_ENV), 200) or 0,
+            trace=(env.get(TRACE_ENV) or "").strip() or None,
         )
 
+    @property
+    def kill_after_commit(self) -> int | None:
+        """The N of ``ICEFLOE_TEST_KILL_AFTER_COMMIT``: kill right after the N-th commit."""
+        return self.kill_after_commits + 1 if self.kill_at == "committed" else None
+
     def committed(self, commits: int) -> None:
-        """Called after each commit: the kill hook fires here."""
-        if self.kill_after_commit is not None and commits >= self.kill_after_commit:
-            _signal_group(signal.SIGKILL)
+        """Called after each commit, before the checkpoint (``commits`` counts it)."""
+        self.reached("committed", commits - 1)
 
     def reached(self, point: str, commits: int) -> None:
-        """Called when a batch reaches ``point``; freezes the process group if armed.
+        """Called when a batch reaches ``point`` after ``commits`` commits of this process.
 
-        For ``write`` the freeze comes ``pause_delay_ms`` later from a timer thread, so the
-        caller can start the write it is about to make.
+        Fires at most one fault per process. For the timed points the signal comes
+        ``pause_delay_ms`` later from a timer thread, so the caller can start the work it is
+        about to do.
         """
-        if self._paused or point != self.pause_at or commits < self.pause_after_commits:
+        if self._fired:
             return
-        self._paused = True
-        if point == "write":
-            timer = threading.Timer(self.pause_delay_ms / 1000, _signal_group, (signal.SIGSTOP,))
+        action = None
+        if point == self.kill_at and commits >= self.kill_after_commits:
+            action = KILL
+        elif point == self.pause_at and commits >= self.pause_after_commits:
+            action = FREEZE
+        if action is None:
+            return
+        self._fired = True
+        sig = signal.SIGKILL if action == KILL else signal.SIGSTOP
+        if point in TIMED_POINTS:
+            timer = threading.Timer(
+                self.pause_delay_ms / 1000, self._fire, (point, action, commits, sig)
+            )
             timer.daemon = True
             timer.start()
         else:
-            _signal_group(signal.SIGSTOP)
+            self._fire(point, action, commits, sig)
+
+    def _fire(self, point: str, action: str, commits: int, sig: int) -> None:
+        self._record(point, action, commits)
+        _signal_group(sig)
+
+    def _record(self, point: str, action: str, commits: int) -> None:
+        line = {
+            "point": point,
+            "action": action,
+            "commits": commits,
+            "pid": os.getpid(),
+            "time": time.time(),
+        }
+        log.warning("fault point %s: %s (after %s commits)", point, action, commits)
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        if self.trace is None:
+            return
+        fd = os.open(self.trace, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, (json.dumps(line) + "\n").encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def read_trace(path: str | os.PathLike[str]) -> list[dict[str, object]]:
+    """The faults a trace file records, oldest first (none when the file does not exist)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
 
 
 def _signal_group(sig: int) -> None:

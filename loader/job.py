@@ -52,9 +52,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from loader.classdata import ClassData
+from loader.cli import EXIT_STALLED
 from loader.config import LoaderConfig
 from loader.deadletter import DeadLetterProducer
 from loader.errors import Fenced, LoaderError
+from loader.faultpoints import FaultPoints
 from loader.firstslice import plan_slice
 from loader.frames import warm_up
 from loader.leasekeeper import LeaseKeeper
@@ -88,6 +90,10 @@ FIRST_SLICE_BATCH_ID = -1
 """The batch id a backlog's first slice is committed under (the stream's batches count from 0)."""
 
 JVM_EXIT_WAIT_S = 5.0
+
+STALL_GRACE_S = 60.0
+"""How far past ``progress_timeout`` a batch may run before the loader exits: the sink's own
+bound (``loader.retry.Patience``) ends a stalled batch first; this catches the unbounded rest."""
 """How long a loader whose Spark call failed waits to learn whether Spark's JVM has exited."""
 
 
@@ -151,6 +157,10 @@ class LoaderJob:
         self.stop_timeout_s = stop_timeout_s
         self.view = TableView(config)
         self.metrics = LoaderMetrics(str(config.table))
+        self.view.patience.on_retry = lambda service: self.metrics.retries.labels(service).inc()
+        self.view.on_unknown_outcome = lambda commit, landed: self.metrics.unknown_outcomes.labels(
+            commit, str(landed).lower()
+        ).inc()
         self.query: Any = None
         self.sink: BatchSink | None = None
         self.starting_offsets: str | None = None
@@ -210,6 +220,7 @@ class LoaderJob:
         )
         self._renewed_ms = now_ms()
         log.info("took over %s as loader %s (process %s)", cfg.table, cfg.loader_id, self.instance)
+        FaultPoints.from_env().reached("take_over", 0)
         with LeaseKeeper(self.view, self.instance, self._ttl_ms, self._renewed_ms) as keeper:
             if starting is not None:  # None when fenced or stopped first (raised or logged next)
                 self._spark = starting.wait(lambda: bool(keeper.fenced or self._stop.is_set()))
@@ -237,6 +248,7 @@ class LoaderJob:
         self.sink = BatchSink(
             cfg, self.spark, self.view, self.metrics, self._dead_letters, self.instance
         )
+        self.sink.recover_dead_letters(state)
         self.metrics.serve(cfg.metrics_port)
         options = cfg.kafka.spark_options()
         committed = state.committed
@@ -344,6 +356,7 @@ class LoaderJob:
             if time.monotonic() - last_metrics >= min(MAINTAIN_EVERY_S, self._ttl_ms / 3000):
                 last_metrics = time.monotonic()
                 self._maintain()
+            self._watch_progress()
             if deadline is not None and time.monotonic() >= deadline:
                 return
             try:
@@ -476,6 +489,40 @@ class LoaderJob:
             if "stopped SparkContext" not in str(exc):
                 raise
             log.info("Spark stopped before the query could be stopped; nothing left to stop")
+
+    def _watch_progress(self) -> None:
+        """Exit the process when a batch has run far past ``progress_timeout``.
+
+        Every call the sink makes has a timeout and every retry ends at ``progress_timeout``,
+        so this fires only when something without a bound holds the batch (inside Spark's
+        JVM): the loader says what it waited for and exits non-zero rather than hang. The
+        table's offsets make the exit safe: the next start loads the batch.
+        """
+        sink = self.sink
+        if sink is None or sink.batch_started is None:
+            return
+        running = time.monotonic() - sink.batch_started
+        if running < self.config.progress_timeout + STALL_GRACE_S:
+            return
+        patience = self.view.patience
+        fault = patience.last
+        detail = (
+            f"{patience.where(fault.service)} did not answer ({fault.reason})"
+            if fault is not None
+            else "no call failed: the batch's Spark work never finished (Kafka or S3 inside "
+            f"Spark's JVM; Kafka at {self.config.kafka.bootstrap}, storage at "
+            f"{self.config.catalog.s3_endpoint or 'S3'})"
+        )
+        log.error(
+            "%s: batch in progress for %.0f s, past progress_timeout (%g s): %s; exiting so a "
+            "supervisor can start the loader again (the table's offsets make that safe)",
+            self.config.table,
+            running,
+            self.config.progress_timeout,
+            detail,
+        )
+        logging.shutdown()
+        os._exit(EXIT_STALLED)
 
     def _maintain(self) -> None:
         renewed = max(self._renewed_ms, self.sink.renewed_ms if self.sink is not None else 0)

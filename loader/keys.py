@@ -115,3 +115,28 @@ Measured on a 2-partition topic of 50,000 reference rows (batch reads, count onl
 first byte), 0.33-0.38 s with these. A fetch that cannot fill 64 KiB waits at most
 50 ms, which bounds what they add to a small batch's latency.
 """
+
+
+# --- client timeouts -------------------------------------------------------------
+
+REST_CONNECTION_TIMEOUT_MS = "rest.client.connection-timeout-ms"
+"""Iceberg's Java REST client: how long opening a connection may take."""
+
+REST_SOCKET_TIMEOUT_MS = "rest.client.socket-timeout-ms"
+"""Iceberg's Java REST client: how long a read may wait for bytes."""
+
+S3_APACHE_CONNECTION_TIMEOUT_MS = "http-client.apache.connection-timeout-ms"
+S3_APACHE_SOCKET_TIMEOUT_MS = "http-client.apache.socket-timeout-ms"
+S3_URLCONNECTION_CONNECTION_TIMEOUT_MS = "http-client.urlconnection.connection-timeout-ms"
+S3_URLCONNECTION_SOCKET_TIMEOUT_MS = "http-client.urlconnection.socket-timeout-ms"
+"""S3FileIO's HTTP clients (Apache's or the JDK's URL connection): the same two timeouts."""
+
+PYICEBERG_S3_CONNECT_TIMEOUT = "s3.connect-timeout"
+PYICEBERG_S3_REQUEST_TIMEOUT = "s3.request-timeout"
+"""pyiceberg's S3 file system (pyarrow), in seconds: how the driver reads table metadata."""
+
+TABLE_DEAD_LETTER_OFFSETS = "icefloe.loader.dead-letter-offsets"
+"""Table property, JSON ``{"dlq-topic": {"0": 17}}``: for each partition of the dead-letter
+topic, the offset after the newest letter the loader had sent when it last published. A new
+process reads the topic from there to learn which letters were sent for records that no commit
+covers yet (``loader.deadletter``), so it does not send them again."""

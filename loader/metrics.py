@@ -52,6 +52,20 @@ class LoaderMetrics:
             buckets=_BUCKETS,
             registry=self.registry,
         )
+        self.retries = Counter(
+            "icefloe_loader_retries",
+            "Calls tried again because a service did not answer, by service "
+            "(catalog, storage, kafka).",
+            ["service"],
+            registry=self.registry,
+        )
+        self.unknown_outcomes = Counter(
+            "icefloe_loader_unknown_commit_outcomes",
+            "Commits whose answer was lost, by commit (publish, take-over) and by what reading "
+            "the table showed (landed true or false).",
+            ["commit", "landed"],
+            registry=self.registry,
+        )
         self.lag = Gauge(
             "icefloe_loader_consumer_lag",
             "Kafka high watermark minus the committed next offset.",

@@ -62,7 +62,13 @@ from pyspark.sql import functions as F
 from loader import keys
 from loader.batch import KAFKA_COLUMNS, Reject
 from loader.config import LoaderConfig
-from loader.deadletter import DeadLetterProducer
+from loader.deadletter import (
+    Coordinate,
+    DeadLetterFailed,
+    DeadLetterProducer,
+    positions_from_json,
+    positions_to_json,
+)
 from loader.errors import LoaderError, first_line
 from loader.faultpoints import FaultPoints
 from loader.frames import DecodedBatch
@@ -76,6 +82,7 @@ from loader.offsets import (
 )
 from loader.parse import spark_schema
 from loader.record import RecordDecoder, route_malformed
+from loader.retry import KAFKA, Unanswered, unanswered
 from loader.spark import quiet_query_failure
 from loader.table import MainMoved, TableState, TableView, now_ms
 
@@ -132,17 +139,21 @@ class BatchSink:
         self.failed_at: float | None = None  # time.monotonic() of the failure
         self.commits = 0
         self.in_batch = False
+        self.batch_started: float | None = None  # time.monotonic() of the batch in progress
         self.query_id: str | None = None
         self.last_state: TableState | None = None
         self._last_offsets: Offsets | None = None
         self._lock = threading.Lock()
         self.faults = FaultPoints.from_env()
+        self._sent: set[Coordinate] = set()
+        """Dead letters Kafka acknowledged whose batch is not committed yet: a batch planned
+        again does not send them again (``recover_dead_letters`` fills it at start)."""
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         """Process one micro-batch (Spark calls this on the driver)."""
         with self._lock:
             self.in_batch = True
-            started = time.monotonic()
+            started = self.batch_started = time.monotonic()
             try:
                 self._process(df, batch_id)
             except BaseException as exc:
@@ -154,7 +165,22 @@ class BatchSink:
                 raise
             finally:
                 self.in_batch = False
+                self.batch_started = None
                 self.metrics.batch_seconds.observe(time.monotonic() - started)
+
+    def recover_dead_letters(self, state: TableState) -> None:
+        """Learn which dead letters an earlier process sent for records not committed yet.
+
+        Args:
+            state: the table as the start-up read it.
+
+        Raises:
+            DeadLetterFailed: the dead-letter topic could not be read.
+        """
+        if self.dead_letters is None or not self.config.exactly_once:
+            return
+        recorded = positions_from_json(self.dead_letters.topic, state.dead_letter_positions)
+        self._sent |= self.dead_letters.recover(recorded, state.committed.offsets)
 
     @property
     def last_offsets(self) -> Offsets | None:
@@ -163,14 +189,17 @@ class BatchSink:
 
     def _process(self, df: DataFrame, batch_id: int) -> None:
         records = df.select(*KAFKA_COLUMNS)
-        failures = moved = 0
+        failures = moved = tries = 0
+        patience = self.view.patience
         while True:
+            tries += 1
             try:
-                self._attempt(records, batch_id, failures + moved + 1)
+                self._attempt(records, batch_id, tries)
+                patience.progressed()
                 return
             except MainMoved as exc:
                 # Fenced (the lease is someone else's) or maintenance moved main: plan again.
-                self._check_owner(self.view.state())
+                self._check_owner(self._read_state(f"reading the table again for batch {batch_id}"))
                 moved += 1
                 if moved >= MAX_REPLANS:
                     raise LoaderError(
@@ -178,8 +207,18 @@ class BatchSink:
                         f"while the batch was written; last: {exc}"
                     ) from None
                 log.info("batch %s: the table moved on (%s); planning again", batch_id, exc)
-            except _WriteFailed as exc:
+            except (_WriteFailed, DeadLetterFailed) as exc:
                 cause = exc.__cause__ or exc
+                fault = unanswered(cause)
+                if isinstance(exc, DeadLetterFailed):
+                    if not exc.transient:
+                        raise
+                    fault = Unanswered(KAFKA, first_line(exc))
+                if fault is not None:
+                    # The network's fault, not the batch's: tried again (planned afresh, which
+                    # is safe whether or not a lost commit landed) until progress_timeout.
+                    patience.failed(fault, f"writing batch {batch_id}")
+                    continue
                 changed = self._schema_changed()  # a schema change raced the write: not its fault
                 if changed is not None:
                     moved += 1
@@ -205,6 +244,10 @@ class BatchSink:
                 # store (SQLite lock), which clears within seconds.
                 time.sleep(min(4.0, 0.5 * 2 ** (failures - 1)))
 
+    def _read_state(self, doing: str) -> TableState:
+        """The table's state, read again while the catalog or its storage does not answer."""
+        return self.view.patience.call(self.view.state, doing)
+
     def _attempt(self, records: DataFrame, batch_id: int, attempt: int) -> None:
         """Plan, decode, dead-letter, write and publish the batch once.
 
@@ -214,7 +257,7 @@ class BatchSink:
             Fenced: the lease is someone else's.
         """
         started = time.monotonic()
-        state = self.view.state()
+        state = self._read_state(f"planning batch {batch_id}")
         self.last_state = state
         self._check_owner(state)
         committed = self._committed(state)
@@ -232,10 +275,13 @@ class BatchSink:
             decode_s = time.monotonic() - decode_started
             if side.count == 0:
                 log.info("batch %s: every record is already committed", batch_id)
+                self._forget_committed(committed)
                 return
             plan = plan_batch(committed, side.ranges)
             _log_gaps(plan)
+            self.faults.reached("decoded", self.commits)
             self._dead_letter(side.rejects)
+            self.faults.reached("dead_lettered", self.commits)
             rows = side.count - len(side.rejects)
             props = summary_properties(
                 self.config.loader_id,
@@ -252,6 +298,7 @@ class BatchSink:
         finally:
             batch.release()
         self._last_offsets = plan.next_offsets
+        self._forget_committed(plan.next_offsets)
         self.commits += 1
         self.renewed_ms = now_ms()
         self.metrics.rows_written.inc(rows)
@@ -292,8 +339,14 @@ class BatchSink:
             return
         self.faults.reached("publish", self.commits)
         ttl_ms = round(self.config.lease_ttl_s * 1000)
+        properties = {}
+        if self.dead_letters is not None:
+            properties[keys.TABLE_DEAD_LETTER_OFFSETS] = positions_to_json(
+                self.dead_letters.topic, self.dead_letters.positions
+            )
+        self.faults.reached("commit_sent", self.commits)
         try:
-            self.view.publish(wap_id, state.snapshot_id, self.instance, ttl_ms)
+            self.view.publish(wap_id, state.snapshot_id, self.instance, ttl_ms, properties)
         except (MainMoved, LoaderError):
             raise
         except Exception as exc:
@@ -320,6 +373,14 @@ class BatchSink:
             return None
         return f"id {planned.schema.schema_id} -> {now.schema.schema_id}"
 
+    def _forget_committed(self, committed: Offsets) -> None:
+        """Forget the sent dead letters a commit covers: the filter keeps their records out."""
+        self._sent = {
+            (topic, partition, offset)
+            for topic, partition, offset in self._sent
+            if offset >= committed.get(topic, {}).get(partition, 0)
+        }
+
     def _check_owner(self, state: TableState) -> None:
         check_owner(str(self.config.table), self.config.loader_id, self.instance, state.lease)
 
@@ -340,9 +401,23 @@ class BatchSink:
             # Raises PoisonMessage naming topic, partition, offset and reason.
             route_malformed(first.value, first.meta, first.error, None)
             raise AssertionError("route_malformed returned without a topic")  # pragma: no cover
-        self.dead_letters.send(rejects)
-        for reject in rejects:
-            self.metrics.dead_lettered.labels(reason=reject.error.kind.value).inc()
+        todo = [
+            r for r in rejects if (r.meta.topic, r.meta.partition, r.meta.offset) not in self._sent
+        ]
+        if len(todo) < len(rejects):
+            log.info(
+                "%s dead letters of this batch were sent before (a batch planned again, or a "
+                "process before this one): not sent again",
+                len(rejects) - len(todo),
+            )
+        if not todo:
+            return
+        try:
+            self.dead_letters.send(todo, self._sent)
+        finally:
+            for reject in todo:
+                if (reject.meta.topic, reject.meta.partition, reject.meta.offset) in self._sent:
+                    self.metrics.dead_lettered.labels(reason=reject.error.kind.value).inc()
 
     def _append(self, rows: DataFrame, props: dict[str, str], wap_id: str | None) -> None:
         """Append ``rows`` as one snapshot carrying ``props``; staged under ``wap_id`` if given."""

@@ -23,8 +23,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from loader import keys
 from loader.classdata import ClassData
-from loader.config import DEFAULT_JIT, JVM_COLLECTORS, JVM_COMPILERS, LoaderConfig
+from loader.config import DEFAULT_JIT, JVM_COLLECTORS, JVM_COMPILERS, CatalogConfig, LoaderConfig
 from loader.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -88,6 +89,7 @@ def catalog_options(config: LoaderConfig, *, secrets: bool) -> dict[str, str]:
         base + ".io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
         base + ".client.region": cat.s3_region,
         base + ".s3.path-style-access": "true" if cat.s3_path_style else "false",
+        **{base + "." + key: value for key, value in java_timeouts(cat).items()},
     }
     if cat.warehouse:
         opts[base + ".warehouse"] = cat.warehouse
@@ -98,6 +100,25 @@ def catalog_options(config: LoaderConfig, *, secrets: bool) -> dict[str, str]:
     if secrets and cat.s3_secret_key is not None:
         opts[base + ".s3.secret-access-key"] = cat.s3_secret_key.reveal()
     return opts
+
+
+def java_timeouts(cat: CatalogConfig) -> dict[str, str]:
+    """The Java clients' timeouts: Iceberg's REST client and S3FileIO's HTTP clients.
+
+    Without them a request the catalog or S3 accepted and never answered holds a Spark write
+    for ever (neither client sets a socket timeout unless told). S3FileIO's client type is
+    chosen by the AWS bundle; both types get the same values.
+    """
+    connect = str(round(cat.connect_timeout * 1000))
+    read = str(round(cat.read_timeout * 1000))
+    return {
+        keys.REST_CONNECTION_TIMEOUT_MS: connect,
+        keys.REST_SOCKET_TIMEOUT_MS: read,
+        keys.S3_APACHE_CONNECTION_TIMEOUT_MS: connect,
+        keys.S3_APACHE_SOCKET_TIMEOUT_MS: read,
+        keys.S3_URLCONNECTION_CONNECTION_TIMEOUT_MS: connect,
+        keys.S3_URLCONNECTION_SOCKET_TIMEOUT_MS: read,
+    }
 
 
 LOG4J2_PROPERTIES = Path(__file__).with_name("log4j2.properties")

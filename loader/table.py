@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from loader import keys
 from loader.config import LoaderConfig
-from loader.errors import CatalogUnavailable, LoaderError, TableNotFound, first_line
+from loader.errors import CatalogUnavailable, LoaderError, TableNotFound
+from loader.icebergclient import commit_transaction_once, rest_catalog
 from loader.offsets import (
     Committed,
     Lease,
@@ -38,6 +39,7 @@ from loader.offsets import (
     lease_properties,
     table_committed,
 )
+from loader.retry import CATALOG, KAFKA, STORAGE, Patience, unanswered
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
@@ -66,32 +68,16 @@ class MainMoved(Exception):
     """
 
 
-def _unanswered(exc: BaseException, config: LoaderConfig) -> str | None:
-    """What did not answer, when ``exc`` says a service did not; else ``None``.
-
-    The REST catalog (down, restarting, overloaded), or the table's storage (a network error
-    of the S3 client pyiceberg reads metadata with: the catalog answered, MinIO did not).
-    """
-    import requests
-    from pyiceberg.exceptions import ServiceUnavailableError
-
-    if isinstance(exc, (requests.ConnectionError, requests.Timeout, ServiceUnavailableError)):
-        return f"the catalog at {config.catalog.uri}"
-    if isinstance(exc, OSError) and "NETWORK_CONNECTION" in str(exc):
-        return f"the table's storage ({config.catalog.s3_endpoint or 'S3'})"
-    return None
-
-
-def _root_cause(exc: BaseException) -> str:
-    """The innermost cause of ``exc`` in one line (``[Errno 111] Connection refused``)."""
-    seen = {id(exc)}
-    while True:
-        inner = exc.__cause__ or exc.__context__
-        if inner is None or id(inner) in seen:
-            break
-        seen.add(id(inner))
-        exc = inner
-    return f"{type(exc).__name__}: {first_line(exc)}" if str(exc).strip() else type(exc).__name__
+def loader_patience(config: LoaderConfig) -> Patience:
+    """The retry policy of a loader: its ``progress_timeout`` and its services' addresses."""
+    return Patience(
+        config.progress_timeout,
+        endpoints={
+            CATALOG: config.catalog.uri,
+            STORAGE: config.catalog.s3_endpoint or "S3",
+            KAFKA: config.kafka.bootstrap,
+        },
+    )
 
 
 def now_ms() -> int:
@@ -111,6 +97,8 @@ class TableState:
         snapshot_id: the snapshot main points at, or ``None`` for an empty table:
             a batch planned from this state can only be published while main
             still points there.
+        dead_letter_positions: the table property ``keys.TABLE_DEAD_LETTER_OFFSETS``
+            as written, or ``None``.
     """
 
     schema: Schema
@@ -118,6 +106,7 @@ class TableState:
     lease: Lease | None
     max_timestamp_ms: int | None
     snapshot_id: int | None
+    dead_letter_positions: str | None = None
 
 
 class TableView:
@@ -127,27 +116,17 @@ class TableView:
         config: the loader configuration (catalog and table).
     """
 
-    def __init__(self, config: LoaderConfig) -> None:
+    def __init__(self, config: LoaderConfig, patience: Patience | None = None) -> None:
         self.config = config
         self._catalog: Any = None
+        self.patience = patience or loader_patience(config)
+        self.on_unknown_outcome: Callable[[str, bool], None] | None = None
+        """Called for each commit whose answer was lost, with the commit and whether it landed."""
 
     def catalog(self) -> Any:
-        """The pyiceberg REST catalog (created once)."""
+        """The pyiceberg REST catalog (created once), every request bounded by the timeouts."""
         if self._catalog is None:
-            from pyiceberg.catalog import load_catalog
-
-            cat = self.config.catalog
-            props: dict[str, str] = {"type": "rest", "uri": cat.uri}
-            if cat.warehouse:
-                props["warehouse"] = cat.warehouse
-            if cat.s3_endpoint:
-                props["s3.endpoint"] = cat.s3_endpoint
-            if cat.s3_access_key:
-                props["s3.access-key-id"] = cat.s3_access_key
-            if cat.s3_secret_key is not None:
-                props["s3.secret-access-key"] = cat.s3_secret_key.reveal()
-            props["s3.region"] = cat.s3_region
-            self._catalog = load_catalog(self.config.table.catalog, **props)
+            self._catalog = rest_catalog(self.config.table.catalog, self.config.catalog)
         return self._catalog
 
     def load(self) -> Any:
@@ -203,6 +182,7 @@ class TableView:
             lease=lease_from_properties(table.properties),
             max_timestamp_ms=int(ts) if ts and ts.lstrip("-").isdigit() else None,
             snapshot_id=current.snapshot_id if current is not None else None,
+            dead_letter_positions=table.properties.get(keys.TABLE_DEAD_LETTER_OFFSETS),
         )
 
     # -- ownership ---------------------------------------------------------
@@ -252,10 +232,11 @@ class TableView:
             try:
                 return call()
             except Exception as exc:
-                what = _unanswered(exc, self.config)
-                if what is None:
+                fault = unanswered(exc)
+                if fault is None:
                     raise
-                reason = _root_cause(exc)
+                what = self.patience.where(fault.service)
+                reason = fault.reason
                 if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
                     raise CatalogUnavailable(
                         f"{what} does not answer (waited {wait_s:g} s): {reason}"
@@ -296,14 +277,20 @@ class TableView:
             with tx.update_snapshot(snapshot_properties=claim).fast_append():
                 pass  # no files: the snapshot exists to move main
             try:
-                # Committed once, as built. ``Transaction.commit_transaction`` would retry a
-                # refused commit on top of the table as it is now, that is on top of a rival's
-                # take-over, and overwrite its live lease without reading it (pyiceberg 0.12).
-                self.catalog().commit_table(table, tx._requirements, tx._updates)
+                commit_transaction_once(self.catalog(), table, tx)
                 return
             except CommitFailedException as exc:
                 log.info("take-over of %s raced another commit (%s); reading again", me, exc)
                 time.sleep(0.2 * attempt)
+            except Exception as exc:
+                if unanswered(exc) is None:
+                    raise
+                # The answer was lost (a dropped connection, a 5xx, a timeout): the take-over
+                # may have landed. Read the table before anything is tried again.
+                landed = self._resolved("take-over", lambda t: _lease_instance(t) == instance, exc)
+                if landed:
+                    return
+                raise  # did not land: ``take_over`` tries again while the catalog is failing
         raise LoaderError(f"could not take over {self.config.table}: the table kept changing")
 
     def renew(self, instance: str, ttl_ms: int) -> bool:
@@ -337,9 +324,40 @@ class TableView:
             return False
         return True
 
+    def _resolved(self, what: str, landed: Callable[[Any], bool], exc: BaseException) -> bool:
+        """Whether a commit whose answer was lost landed, read from the table.
+
+        The read is retried while the catalog does not answer (``Patience``), so the outcome
+        is known before the caller tries anything again.
+
+        Args:
+            what: the commit (``publish``, ``take-over``), for the log and the metrics.
+            landed: tells from the freshly loaded table whether the commit is in it.
+            exc: the error the commit raised.
+        """
+        table = self.patience.call(self.load, f"reading the outcome of a {what} commit")
+        result = bool(landed(table))
+        if self.on_unknown_outcome is not None:
+            self.on_unknown_outcome(what, result)
+        log.warning(
+            "%s commit of %s: the answer was lost (%s); read back from the table: %s",
+            what,
+            self.config.table,
+            unanswered(exc),
+            "it landed" if result else "it did not land",
+        )
+        return result
+
     # -- publishing --------------------------------------------------------
 
-    def publish(self, wap_id: str, planned: int | None, instance: str, ttl_ms: int) -> int:
+    def publish(
+        self,
+        wap_id: str,
+        planned: int | None,
+        instance: str,
+        ttl_ms: int,
+        properties: Mapping[str, str] | None = None,
+    ) -> int:
         """Point main at the batch's staged snapshot, if main is still where the plan read it.
 
         Args:
@@ -347,6 +365,7 @@ class TableView:
             planned: the snapshot main pointed at when the batch was planned.
             instance: this process's token (the lease is renewed in the same commit).
             ttl_ms: the lease length from now.
+            properties: further table properties set by the same commit.
 
         Returns:
             The published snapshot id.
@@ -355,7 +374,7 @@ class TableView:
             MainMoved: main moved since the plan (the catalog refused the commit, the
                 snapshot was staged on top of a newer one, or expiry removed it).
         """
-        from pyiceberg.exceptions import CommitFailedException, CommitStateUnknownException
+        from pyiceberg.exceptions import CommitFailedException
         from pyiceberg.table.refs import SnapshotRefType
         from pyiceberg.table.update import SetPropertiesUpdate, SetSnapshotRefUpdate
 
@@ -367,10 +386,13 @@ class TableView:
             raise MainMoved(f"the snapshot staged under {wap_id!r} is gone (expired?)")
         if staged.parent_snapshot_id != planned:
             raise MainMoved(f"staged on {staged.parent_snapshot_id}, planned from {planned}")
-        properties = lease_properties(self.config.loader_id, instance, now_ms(), ttl_ms)
+        update = {
+            **(properties or {}),
+            **lease_properties(self.config.loader_id, instance, now_ms(), ttl_ms),
+        }
         offsets = staged.summary.additional_properties.get(keys.OFFSETS) if staged.summary else None
         if offsets is not None:  # outlives the snapshot's expiry (see keys.TABLE_OFFSETS)
-            properties[keys.TABLE_OFFSETS] = offsets
+            update[keys.TABLE_OFFSETS] = offsets
         try:
             self.catalog().commit_table(
                 table,
@@ -379,18 +401,32 @@ class TableView:
                     SetSnapshotRefUpdate(  # type: ignore[call-arg]  # pydantic field aliases
                         ref_name="main", type=SnapshotRefType.BRANCH, snapshot_id=staged.snapshot_id
                     ),
-                    SetPropertiesUpdate(updates=properties),
+                    SetPropertiesUpdate(updates=update),
                 ),
             )
         except CommitFailedException as exc:
             raise MainMoved(str(exc)) from None
-        except CommitStateUnknownException:
-            current = self.load().current_snapshot()
-            if current is None or current.snapshot_id != staged.snapshot_id:
+        except Exception as exc:
+            if unanswered(exc) is None:
+                raise
+            # The commit's answer was lost: read the table to learn whether main moved onto the
+            # staged snapshot, before anything is tried again.
+            staged_id = staged.snapshot_id
+            if not self._resolved("publish", lambda t: _main_id(t) == staged_id, exc):
                 raise MainMoved(
-                    "the publishing commit's outcome was unknown; it did not land"
+                    f"the publishing commit's answer was lost ({unanswered(exc)}); it did not land"
                 ) from None
         return int(staged.snapshot_id)
+
+
+def _main_id(table: Any) -> int | None:
+    current = table.current_snapshot()
+    return None if current is None else int(current.snapshot_id)
+
+
+def _lease_instance(table: Any) -> str | None:
+    lease = lease_from_properties(table.properties)
+    return None if lease is None else lease.instance
 
 
 def _main_is(snapshot_id: int | None) -> Any:

@@ -16,7 +16,21 @@ from loader import sink as sink_module
 from loader.config import CatalogConfig, KafkaConfig, LoaderConfig, TableId
 from loader.errors import Fenced
 from loader.metrics import LoaderMetrics
+from loader.retry import Patience, Stalled
 from loader.sink import MAX_ATTEMPTS, MAX_REPLANS, BatchSink, _WriteFailed
+
+
+class Clock:
+    """Monotonic time that moves only when someone sleeps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
 
 
 def state(schema_id: int, owner: str = "me") -> Any:
@@ -31,14 +45,24 @@ class View:
         self.schema_ids = schema_ids
         self.reads = 0
         self.owner = owner
+        self.clock = Clock()
+        self.patience = Patience(60.0, clock=self.clock, sleep=self.clock.sleep)
 
     def state(self) -> Any:
         self.reads += 1
         return state(self.schema_ids[min(self.reads, len(self.schema_ids)) - 1], self.owner)
 
 
-def sink_with(view: View, outcomes: list[int | None], monkeypatch: Any) -> BatchSink:
-    """A sink whose attempt N plans from schema ``outcomes[N]`` and fails (an int) or succeeds."""
+def sink_with(
+    view: View,
+    outcomes: list[int | None],
+    monkeypatch: Any,
+    failure: BaseException | None = None,
+) -> BatchSink:
+    """A sink whose attempt N plans from schema ``outcomes[N]`` and fails (an int) or succeeds.
+
+    A failed attempt raises ``failure`` (by default a write refused for extra columns).
+    """
     config = LoaderConfig(
         table=TableId.parse("lake.s.t"),
         kafka=KafkaConfig(bootstrap="127.0.0.1:1", topics=("t",)),
@@ -55,7 +79,7 @@ def sink_with(view: View, outcomes: list[int | None], monkeypatch: Any) -> Batch
         if planned is None:
             return
         sink.last_state = state(planned)
-        raise _WriteFailed from RuntimeError("Cannot write extra columns `xi2`")
+        raise _WriteFailed from (failure or RuntimeError("Cannot write extra columns `xi2`"))
 
     monkeypatch.setattr(sink, "_attempt", attempt)
     monkeypatch.setattr(sink_module.time, "sleep", lambda s: None)
@@ -98,3 +122,43 @@ def test_a_write_failed_because_the_table_was_taken_over_steps_down(monkeypatch:
     sink = sink_with(View([2], owner="other"), [1, None], monkeypatch)
     with pytest.raises(Fenced):
         process(sink)
+
+
+def test_network_failures_are_retried_past_max_attempts_and_do_not_count(monkeypatch: Any) -> None:
+    import requests
+
+    # A catalog that drops the connection many more times than MAX_ATTEMPTS, then answers.
+    lost = requests.ConnectionError("Connection aborted: RemoteDisconnected")
+    drops = MAX_ATTEMPTS * 3
+    sink = sink_with(View([5]), [5] * drops + [None], monkeypatch, failure=lost)
+    process(sink)
+    assert len(sink.attempts) == drops + 1  # type: ignore[attr-defined]
+    assert sink.view.patience.failing_for_s == 0  # progress resets the bound
+
+
+def test_a_java_timeout_inside_the_spark_write_is_the_networks_fault(monkeypatch: Any) -> None:
+    java = RuntimeError(
+        "An error occurred while calling o123.append.\n: org.apache.iceberg.exceptions."
+        "RESTException: Error occurred while processing POST request\n"
+        "Caused by: java.net.SocketTimeoutException: Read timed out"
+    )
+    sink = sink_with(View([5]), [5] * (MAX_ATTEMPTS + 1) + [None], monkeypatch, failure=java)
+    process(sink)
+    assert len(sink.attempts) == MAX_ATTEMPTS + 2  # type: ignore[attr-defined]
+
+
+def test_a_network_failure_that_lasts_past_progress_timeout_stops_the_loader(
+    monkeypatch: Any,
+) -> None:
+    import requests
+
+    lost = requests.ReadTimeout("HTTPConnectionPool(host='127.0.0.1', port=1): Read timed out.")
+    view = View([5])
+    sink = sink_with(view, [5] * 10_000, monkeypatch, failure=lost)
+    view.patience.endpoints = {"catalog": "http://127.0.0.1:1"}
+    with pytest.raises(
+        Stalled, match=r"catalog at http://127.0.0.1:1 did not answer .*ReadTimeout"
+    ):
+        process(sink)
+    assert view.clock.now >= 60.0
+    assert view.clock.now < 60.0 + 6.0  # the last back-off does not overshoot by much

@@ -1,0 +1,56 @@
+"""Dead letters sent once: which letters of the topic's tail count as sent, and the positions a
+table property records (no Kafka: the headers as Kafka returns them)."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from loader import keys
+from loader.deadletter import pending_letters, positions_from_json, positions_to_json
+
+
+def letter(loader: str, topic: str, partition: int, offset: int) -> list[tuple[str, bytes]]:
+    return [
+        ("trace", b"x"),
+        (keys.DLQ_SOURCE_TOPIC, topic.encode()),
+        (keys.DLQ_SOURCE_PARTITION, str(partition).encode()),
+        (keys.DLQ_SOURCE_OFFSET, str(offset).encode()),
+        (keys.DLQ_LOADER_ID, loader.encode()),
+    ]
+
+
+def test_only_this_loaders_letters_for_records_not_committed_count() -> None:
+    committed = {"events": {0: 100, 1: 50}}
+    letters = [
+        letter("me", "events", 0, 99),  # committed already: its record is in the past
+        letter("me", "events", 0, 100),
+        letter("me", "events", 1, 70),
+        letter("me", "events", 2, 3),  # a partition the table has not seen
+        letter("other", "events", 0, 120),  # another loader's letter
+    ]
+    assert pending_letters(letters, "me", committed) == {
+        ("events", 0, 100),
+        ("events", 1, 70),
+        ("events", 2, 3),
+    }
+
+
+def test_the_loaders_own_stamp_wins_over_a_source_header_of_the_same_name() -> None:
+    forged = [(keys.DLQ_LOADER_ID, b"me"), *letter("other", "events", 0, 5)]
+    assert pending_letters([forged], "me", {}) == set()
+
+
+def test_letters_without_coordinates_are_ignored() -> None:
+    assert pending_letters([[(keys.DLQ_LOADER_ID, b"me")]], "me", {}) == set()
+
+
+@given(st.dictionaries(st.integers(0, 64), st.integers(0, 2**62)), st.text(min_size=1))
+def test_positions_round_trip(positions: dict[int, int], topic: str) -> None:
+    assert positions_from_json(topic, positions_to_json(topic, positions)) == positions
+
+
+def test_positions_of_another_topic_or_unreadable_are_none() -> None:
+    assert positions_from_json("b", positions_to_json("a", {0: 1})) is None
+    assert positions_from_json("a", "not json") is None
+    assert positions_from_json("a", None) is None
