@@ -18,6 +18,10 @@ Anomaly names are the vocabulary of the reports:
 - ``not_compacted``: compaction did not reduce the data file count
 - ``not_halted``: the loader went on past a message it should have stopped at
 - ``loader_error``: the loader exited when nothing should have stopped it
+- ``duplicated_dead_letter``: a source message is in the dead-letter topic more than once
+
+A check that compared nothing (an empty read, no rows of a phase, no loader start) says
+``unknown`` with the reason, never ``valid``.
 """
 
 from __future__ import annotations
@@ -255,12 +259,14 @@ def check_dead_letter(
     Params:
         kinds: malformation names that must each have been sent (else ``unknown``).
         check_path: also compare the reported field path with the ledger's target.
+        max_copies: letters allowed per source message (default 1: each sent once).
 
     Returns:
         ``invalid`` with ``lost`` (malformed message not dead-lettered), ``misrouted`` (valid
         message dead-lettered, or malformed one in the table), ``wrong_value`` (wrong kind,
-        path or empty reason, or no source coordinates); ``unknown`` when a required kind
-        was never sent.
+        path or empty reason, or no source coordinates), ``duplicated_dead_letter`` (a source
+        message dead-lettered more than ``max_copies`` times, with the count); ``unknown``
+        when a required kind was never sent.
     """
     malformed = _malformed(ledger)
     by_source: dict[tuple[str, int, int], list[DeadLetter]] = defaultdict(list)
@@ -293,6 +299,11 @@ def check_dead_letter(
     for e in malformed:
         if observed.table_counts.get(e.event_id):
             found.add("misrouted", f"malformed {_where(e)} ({e.kind}) in the table")
+    duplicated = duplicated_dead_letters(
+        {s: len(v) for s, v in by_source.items()}, int(params.get("max_copies", 1))
+    )
+    for (topic, partition, offset), n in duplicated.items():
+        found.add("duplicated_dead_letter", f"{topic}/{partition}@{offset} x{n}")
     sent_kinds = Counter(e.kind for e in malformed)
     stats: dict[str, Any] = {
         "malformed": len(malformed),
@@ -314,6 +325,21 @@ def check_dead_letter(
     if result.ok and not malformed:
         return CheckResult("dead_letter", UNKNOWN, "no malformed message was sent", {}, stats)
     return result
+
+
+def duplicated_dead_letters(
+    per_source: Mapping[tuple[str, int, int], int], max_copies: int = 1
+) -> dict[tuple[str, int, int], int]:
+    """Source messages dead-lettered more often than allowed.
+
+    Args:
+        per_source: Letters per source (topic, partition, offset).
+        max_copies: Letters allowed per source.
+
+    Returns:
+        Source to its letter count, for those over ``max_copies``, sorted.
+    """
+    return {s: n for s, n in sorted(per_source.items()) if n > max_copies}
 
 
 @checker("retention")
@@ -423,7 +449,8 @@ def check_column_values(
         value: the expected value.
 
     Returns:
-        ``invalid`` with ``wrong_value``; ``unknown`` if a phase sent no valid rows.
+        ``invalid`` with ``wrong_value``; ``unknown`` if a phase sent no valid rows, the
+        column was not read, or no row of a phase was found in the read.
     """
     column = params["column"]
     values: Mapping[str, Any] = observed.reads.get(f"column:{column}", {})
@@ -440,6 +467,14 @@ def check_column_values(
             stats[f"{phase}_rows"] = len(ids)
             if not ids:
                 return CheckResult("column_values", UNKNOWN, f"phase {phase} sent no rows")
+            compared = sum(1 for eid in ids if eid in values)
+            stats[f"{phase}_compared"] = compared
+            if not compared:
+                return CheckResult(
+                    "column_values", UNKNOWN,
+                    f"no row of phase {phase} was in the read of {column} "
+                    f"({len(values)} rows read)", {}, stats,
+                )  # fmt: skip
             for eid in ids:
                 if eid not in values:
                     continue  # absence is the exactly_once checker's business
@@ -475,7 +510,8 @@ def check_loader_steady(
     """The loader never exited on its own (kills and stops by the harness do not count).
 
     Returns:
-        ``invalid`` with ``loader_error`` for each unplanned exit.
+        ``invalid`` with ``loader_error`` for each unplanned exit; ``unknown`` when the loader
+        never started.
     """
     found = Found()
     for e in select(history, "loader", "exit"):
@@ -485,6 +521,8 @@ def check_loader_steady(
                 f"exit code {e.data.get('code')}: {e.data.get('message', '')[-300:]}",
             )
     starts = len(select(history, "loader", "start", "ok"))
+    if not starts and not found.anomalies:
+        return CheckResult("loader_steady", UNKNOWN, "the loader never started", {}, {"starts": 0})
     return found.result("loader_steady", "the loader never stopped by itself", {"starts": starts})
 
 
@@ -785,6 +823,7 @@ __all__ = [
     "Event",
     "Found",
     "Observed",
+    "duplicated_dead_letters",
     "fault_windows",
     "percentile",
     "run_check",

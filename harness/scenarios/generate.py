@@ -52,6 +52,9 @@ FLOAT_POOL = ("xf0", "xf1")
 START_COLUMNS = {"xi0": "integer", "xi1": "integer", "xf0": "real"}
 WORKLOAD: dict[str, Any] = {
     "window_days": 30.0,
+    # A few malformed messages in every run, so the dead-letter invariant always has letters
+    # to compare (with none sent and none read it can only say unknown).
+    "malformed_fraction": 0.05,
     "extra_fields": [f"{c}=int" for c in INT_POOL] + [f"{c}=float" for c in FLOAT_POOL],
 }
 PARTITIONS = 2

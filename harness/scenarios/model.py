@@ -187,7 +187,7 @@ def parse(
         ScenarioError: For an unknown profile, step, check, variable, a missing field, or a
             parameter of the wrong name, type or value.
     """
-    from harness.scenarios import invariants  # noqa: F401  (registers its checkers)
+    from harness.scenarios import invariants, liveness, storage  # noqa: F401  (register checkers)
     from harness.scenarios.checkers import CHECKERS
 
     if profile not in PROFILES:

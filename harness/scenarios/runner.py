@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.scenarios import storage
 from harness.scenarios.checkers import (
     INVALID,
     CheckResult,
@@ -239,6 +240,9 @@ class _ScenarioRun:
             monitor.check_now()  # a last live round once the table has caught up
             monitor.stop()
         run.read_back()
+        storage_checks = [c.check for c in self.scenario.checks if c.check in storage.CHECKS]
+        if storage_checks:
+            storage.read_storage(run.client, run.table, storage_checks)
         columns = run.client.columns(run.table)
         for check in self.scenario.checks:
             if check.check == "column_values":

@@ -115,10 +115,16 @@ def test_dead_letter_valid_with_kind_path_reason_and_source() -> None:
     assert result.verdict == VALID, result.summary
 
 
-def test_dead_letter_redelivery_is_counted_not_flagged() -> None:
-    letters = [letter(MIXED[1], "invalid_json")] * 2 + [letter(MIXED[2], "empty_payload")]
+def test_dead_letter_sent_twice_is_flagged_with_its_count() -> None:
+    letters = [letter(MIXED[1], "invalid_json")] * 3 + [letter(MIXED[2], "empty_payload")]
     result = run_check("dead_letter", EMPTY, MIXED, Observed({"id-0": 1, "id-3": 1}, letters))
-    assert result.ok and result.stats["redelivered"] == 1
+    assert result.verdict == INVALID and result.stats["redelivered"] == 2
+    anomaly = result.anomalies["duplicated_dead_letter"]
+    assert anomaly.count == 1 and anomaly.examples == [f"{TOPIC}/0@1 x3"]
+    bounded = run_check(
+        "dead_letter", EMPTY, MIXED, Observed({"id-0": 1, "id-3": 1}, letters), {"max_copies": 3}
+    )
+    assert bounded.ok
 
 
 def test_dead_letter_flags_missing_letter_as_lost() -> None:
@@ -256,6 +262,20 @@ def test_column_values_null_before_filled_after() -> None:
     assert broken.anomalies["wrong_value"].count == 2
 
 
+def test_column_values_on_an_empty_read_is_unknown() -> None:
+    """A read that held none of a phase's rows compared nothing: unknown, never valid."""
+    ledger = [entry(i) for i in range(4)]
+    facts = {"phases": {"before": ["id-0", "id-1"], "after": ["id-2", "id-3"]}}
+    params = {"column": "note", "null_phases": ["before"], "filled_phases": ["after"], "value": 7}
+    for read in ({}, {"id-0": None, "id-1": None}):
+        result = run_check(
+            "column_values", EMPTY, ledger, Observed(reads={"column:note": read}, facts=facts),
+            params,
+        )  # fmt: skip
+        assert result.verdict == UNKNOWN, result
+        assert "no row of phase" in result.summary
+
+
 def test_column_absent() -> None:
     assert run_check(
         "column_absent", EMPTY, [], Observed(reads={"columns": ["a"]}), {"column": "b"}
@@ -267,8 +287,10 @@ def test_column_absent() -> None:
 
 
 def test_loader_steady_flags_unplanned_exits_only() -> None:
-    h = history((1.0, "loader", "info", "exit", {"expected": True, "code": -9}))
+    started = (0.5, "loader", "ok", "start", {"pid": 1})
+    h = history(started, (1.0, "loader", "info", "exit", {"expected": True, "code": -9}))
     assert run_check("loader_steady", h, [], Observed()).ok
+    assert run_check("loader_steady", EMPTY, [], Observed()).verdict == UNKNOWN
     h = history((1.0, "loader", "info", "exit", {"expected": False, "code": 1, "message": "boom"}))
     assert run_check("loader_steady", h, [], Observed()).anomalies["loader_error"].count == 1
 

@@ -110,10 +110,14 @@ def test_table_matches_ledger_unknown_without_a_read() -> None:
 # -- dead_letters_match_ledger ----------------------------------------------------------
 
 
-def test_dead_letters_deduplicated_on_source() -> None:
-    letters = ("read", "ok", "dead_letters", {"values": [letter(3), letter(3)]})
-    result = check("dead_letters_match_ledger", hist(letters))
-    assert result.verdict == VALID and result.stats["redelivered"] == 1
+def test_dead_letters_counted_per_source() -> None:
+    """A letter sent twice is an anomaly with its count, not a statistic."""
+    once = ("read", "ok", "dead_letters", {"values": [letter(3)]})
+    assert check("dead_letters_match_ledger", hist(once)).verdict == VALID
+    twice = ("read", "ok", "dead_letters", {"values": [letter(3), letter(3)]})
+    result = check("dead_letters_match_ledger", hist(twice))
+    assert result.verdict == INVALID and result.stats["redelivered"] == 1
+    assert result.anomalies["duplicated_dead_letter"].examples == [f"{TOPIC}/0@3 x2"]
 
 
 def test_dead_letters_lost_and_misrouted() -> None:
@@ -127,10 +131,11 @@ def test_dead_letters_lost_and_misrouted() -> None:
 
 
 def test_dead_letters_without_malformed_messages_need_an_empty_topic() -> None:
-    """A run that sent nothing malformed passes on an empty topic, fails on a valid letter."""
+    """A run that sent nothing malformed compared nothing on an empty topic (unknown), and
+    fails on a valid letter."""
     valid_only = LEDGER[:3]
     empty = hist(("read", "ok", "dead_letters", {"values": []}))
-    assert check("dead_letters_match_ledger", empty, valid_only).verdict == VALID
+    assert check("dead_letters_match_ledger", empty, valid_only).verdict == UNKNOWN
     assert check("dead_letters_match_ledger", hist(), valid_only).verdict == UNKNOWN
     misrouted = hist(("read", "ok", "dead_letters", {"values": [letter(1)]}))
     result = check("dead_letters_match_ledger", misrouted, valid_only)

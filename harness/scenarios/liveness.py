@@ -1,0 +1,292 @@
+"""Liveness: after a fault heals, the loader commits again within a bound, or exits non-zero.
+
+A loader that neither loads nor exits (a half-open connection it waits on for ever, a lock it
+never gets, a frozen process) turns a short fault into an outage that no row count shows: the
+rows arrive in the end, after a restart nobody planned. This check judges every healed fault
+from the history alone:
+
+- the window opens when the fault's heal ends (its ``.heal`` ``ok`` event) and lasts
+  ``bound_s`` seconds;
+- it is *resumed* if a loader snapshot (a commit read back by the recording client, its
+  summary naming a loader) was committed in it, *exited* if a loader exited with a non-zero
+  code in it (or had exited so before and was not started again);
+- it is *cut* (not judged) if the harness itself stopped, killed or froze the loader, or
+  injected another fault, before the bound ran out, or the history ends first;
+- it is *no_work* (not judged) if no valid message was published after the loader's last
+  commit before the heal and up to half the bound after it: a loader with nothing to load
+  need not commit;
+- otherwise it is ``stalled``: an anomaly.
+
+Commits come from ``read``/``commits`` events (the final read-back records every snapshot
+still in the table; a monitor reading during the run keeps those a later expiry removes).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.scenarios.checkers import UNKNOWN, CheckResult, Found, Observed, checker, percentile
+from harness.scenarios.history import Event, History, select
+from publisher.ledger import LedgerEntry
+
+__all__ = [
+    "DEFAULT_BOUND_S",
+    "Heal",
+    "Window",
+    "heals",
+    "judge_windows",
+    "lifecycle",
+    "loader_commits",
+]
+
+DEFAULT_BOUND_S = 120.0
+IGNORED_LANES = ("traffic",)
+"""Lanes whose injections do not cut a window: traffic faults never stop a loader."""
+
+RESUMED, EXITED, STALLED, CUT, NO_WORK = "resumed", "exited", "stalled", "cut", "no_work"
+
+
+@dataclass(frozen=True)
+class Heal:
+    """One healed fault.
+
+    Attributes:
+        fault: The fault's name (``kill_minio``, ``kill_loader``...).
+        time: When its heal ended (epoch seconds).
+        lane: Its lane (``infra``, ``loader``, ``traffic``...).
+    """
+
+    fault: str
+    time: float
+    lane: str = ""
+
+
+@dataclass(frozen=True)
+class Window:
+    """What the loader did in the bound after one heal.
+
+    Attributes:
+        heal: The heal.
+        outcome: ``resumed``, ``exited``, ``stalled``, ``cut`` or ``no_work``.
+        after_s: Seconds from the heal to the commit or exit (or to the cut).
+        detail: Why, for reports.
+    """
+
+    heal: Heal
+    outcome: str
+    after_s: float | None = None
+    detail: str = ""
+
+
+def heals(history: Iterable[Event]) -> list[Heal]:
+    """Every healed fault, in the order of the heals.
+
+    Args:
+        history: The run's events.
+
+    Returns:
+        One heal per ``.heal`` ``ok`` event, with the lane its injection named.
+    """
+    lanes: dict[str, str] = {}
+    out: list[Heal] = []
+    for e in select(history, "fault"):
+        base, _, what = e.name.rpartition(".")
+        if what == "inject" and e.phase == "invoke":
+            lanes[base] = str(e.data.get("lane", ""))
+        elif what == "heal" and e.phase == "ok":
+            out.append(Heal(base, e.time, lanes.get(base, "")))
+    return out
+
+
+def loader_commits(history: Iterable[Event]) -> list[float]:
+    """When each snapshot a loader committed was committed (epoch seconds, sorted).
+
+    Args:
+        history: The run's events (``read``/``commits``; maintenance snapshots name no loader).
+
+    Returns:
+        The commit times.
+    """
+    times: dict[int, float] = {}
+    for e in select(history, "read", "commits", "ok"):
+        for c in e.data.get("values") or ():
+            if c.get("loader"):
+                times[int(c["snapshot"])] = float(c["time"])
+    return sorted(times.values())
+
+
+def lifecycle(history: Iterable[Event]) -> list[tuple[float, str]]:
+    """The loader's states over the run: (time, state) with state ``up`` (a start was invoked),
+    ``exited`` (an exit with a non-zero code the harness did not cause) or ``down`` (stopped,
+    killed or frozen by the harness, or exited with code 0).
+
+    Args:
+        history: The run's events.
+
+    Returns:
+        The state changes, in order.
+    """
+    out: list[tuple[float, str]] = []
+    for e in select(history, "loader"):
+        if e.name == "start" and e.phase == "invoke":
+            out.append((e.time, "up"))
+        elif e.name in ("killed", "stopped", "frozen"):
+            out.append((e.time, "down"))
+        elif e.name == "exit":
+            code = e.data.get("code")
+            failed = code not in (0, None) and not e.data.get("expected")
+            out.append((e.time, "exited" if failed else "down"))
+    return out
+
+
+def _cuts(history: Iterable[Event], ignored: Sequence[str]) -> list[tuple[float, str]]:
+    out: list[tuple[float, str]] = []
+    for e in history:
+        if e.kind == "loader" and e.name in ("killed", "stopped", "frozen"):
+            out.append((e.time, f"the harness {e.name} the loader"))
+        elif (
+            e.kind == "fault"
+            and e.phase == "invoke"
+            and e.name.endswith(".inject")
+            and str(e.data.get("lane", "")) not in ignored
+        ):
+            out.append((e.time, f"{e.name.rpartition('.')[0]} injected"))
+    return sorted(out)
+
+
+def judge_windows(
+    healed: Sequence[Heal],
+    commits: Sequence[float],
+    exits: Sequence[tuple[float, int | None]],
+    states: Sequence[tuple[float, str]],
+    cuts: Sequence[tuple[float, str]],
+    published: Sequence[float],
+    end: float,
+    bound_s: float,
+) -> list[Window]:
+    """Judge the window after each heal (pure: plain times in, one window each out).
+
+    Args:
+        healed: The heals.
+        commits: Loader commit times, sorted.
+        exits: (time, code) of loader exits with a non-zero code.
+        states: The loader's lifecycle (see :func:`lifecycle`), in order.
+        cuts: (time, why) of harness actions that end a window early, sorted.
+        published: Publish times of valid delivered messages, sorted.
+        end: The time of the history's last event.
+        bound_s: The bound.
+
+    Returns:
+        One window per heal.
+    """
+    out: list[Window] = []
+    cut_times = [t for t, _ in cuts]
+    for heal in healed:
+        h = heal.time
+        limit = h + bound_s
+        i = bisect.bisect_right(cut_times, h)
+        cut_at, why = cuts[i] if i < len(cuts) else (end, "the history ends")
+        close = min(limit, cut_at, end)
+        j = bisect.bisect_left(commits, h)
+        first = commits[j] if j < len(commits) else None
+        if first is not None and first <= close:
+            out.append(Window(heal, RESUMED, first - h, "committed"))
+            continue
+        exit_in = [t for t, _ in exits if h <= t <= close]
+        if exit_in:
+            out.append(Window(heal, EXITED, exit_in[0] - h, "exited non-zero"))
+            continue
+        before = [s for t, s in states if t <= h]
+        started = any(h < t <= close and s == "up" for t, s in states)
+        if before and before[-1] == "exited" and not started:
+            out.append(Window(heal, EXITED, None, "had exited non-zero and was not restarted"))
+            continue
+        last = commits[bisect.bisect_right(commits, h) - 1] if commits and commits[0] <= h else None
+        lo = bisect.bisect_right(published, last) if last is not None else 0
+        hi = bisect.bisect_right(published, h + bound_s / 2)
+        if hi <= lo:
+            out.append(Window(heal, NO_WORK, None, "nothing published since its last commit"))
+            continue
+        if close < limit:
+            out.append(Window(heal, CUT, close - h, why))
+            continue
+        if before and before[-1] != "up" and not started:
+            out.append(Window(heal, CUT, None, "no loader was running"))
+            continue
+        since = f"last commit {h - last:.1f} s before the heal" if last is not None else "none yet"
+        out.append(
+            Window(
+                heal,
+                STALLED,
+                None,
+                f"{hi - lo} messages waiting, no commit and no exit in {bound_s:.0f} s ({since})",
+            )
+        )
+    return out
+
+
+@checker("liveness")
+def check_liveness(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """Within a bound after each fault heals, the loader commits again or exits non-zero.
+
+    Params:
+        bound_s: the bound (default 120 s).
+        faults: judge only the heals of these fault names (default: every fault).
+        ignore_lanes: lanes whose injections do not cut a window (default ``traffic``).
+
+    Returns:
+        ``invalid`` with ``stalled``; ``unknown`` when no heal could be judged (no fault
+        healed, every window cut short, or nothing was waiting to be loaded).
+    """
+    bound = float(params.get("bound_s", DEFAULT_BOUND_S))
+    names = set(params.get("faults") or ())
+    events = history.events
+    healed = [h for h in heals(events) if not names or h.fault in names]
+    if not healed:
+        return CheckResult("liveness", UNKNOWN, "no fault was healed")
+    exits = [
+        (e.time, e.data.get("code"))
+        for e in select(events, "loader", "exit")
+        if e.data.get("code") not in (0, None) and not e.data.get("expected")
+    ]
+    published = sorted(
+        e.timestamp / 1000
+        for e in ledger
+        if e.delivered and e.status == "valid" and e.timestamp is not None
+    )
+    windows = judge_windows(
+        healed,
+        loader_commits(events),
+        exits,
+        lifecycle(events),
+        _cuts(events, tuple(params.get("ignore_lanes", IGNORED_LANES))),
+        published,
+        events[-1].time,
+        bound,
+    )
+    found = Found()
+    counts = {o: 0 for o in (RESUMED, EXITED, STALLED, CUT, NO_WORK)}
+    for w in windows:
+        counts[w.outcome] += 1
+        if w.outcome == STALLED:
+            found.add("stalled", f"{w.heal.fault} healed at {w.heal.time:.1f}: {w.detail}")
+    resumed = [w.after_s for w in windows if w.outcome == RESUMED and w.after_s is not None]
+    stats: dict[str, Any] = {"heals": len(windows), "bound_s": bound, **counts}
+    if resumed:
+        stats["resume_p50_s"] = round(percentile(resumed, 50), 2)
+        stats["resume_max_s"] = round(max(resumed), 2)
+    judged = counts[RESUMED] + counts[EXITED] + counts[STALLED]
+    if not judged:
+        reasons = ", ".join(f"{n} {o}" for o, n in counts.items() if n)
+        return CheckResult("liveness", UNKNOWN, f"no heal could be judged ({reasons})", {}, stats)
+    return found.result(
+        "liveness",
+        f"after {judged} heals the loader committed again ({counts[RESUMED]}) or exited "
+        f"({counts[EXITED]}) within {bound:.0f} s",
+        stats,
+    )
