@@ -114,11 +114,13 @@ class KafkaConnectSettings:
             waits for every task's answer before it commits what it has; ``None`` keeps the
             sink's 30,000.
         offset_flush_interval_ms: The worker's ``offset.flush.interval.ms``. A task answers the
-            coordinator's commit request only from ``put()`` or ``flush()``; once a topic is
-            drained no more ``put()`` comes, so with Connect's default (60,000) the last rows
-            of a run wait up to a minute after the coordinator asked. 1,000 bounds that wait
-            to a second; a flush of this sink only hands control events over (it commits its
-            offsets itself), so it costs next to nothing.
+            coordinator's commit request only from ``put()``, and the worker's consumer polls
+            with a timeout that runs until the next offset flush: once a topic is drained the
+            next (empty) ``put()`` comes only then, so with Connect's default (60,000) the last
+            rows of a run wait up to a minute after the coordinator asked. 1,000 bounds that
+            wait to a second; the flush itself does nothing for this sink (its ``preCommit``
+            returns no offsets: it commits them itself with each Iceberg commit), so the cost
+            is one empty poll a second.
         dead_letter_topic: With a topic, ``errors.tolerance=all`` and Connect's dead-letter
             queue (what the converter cannot read goes there, with context headers); ``None``
             keeps ``errors.tolerance=none`` (the task stops at the first such record).
