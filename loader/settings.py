@@ -63,6 +63,7 @@ __all__ = [
     "gather",
     "keys",
     "override",
+    "parse",
     "section",
     "setting",
     "to_toml",
@@ -495,6 +496,31 @@ def from_mapping(cls: type, table: Mapping[str, Any], origin: str) -> Any:
     values: dict[str, _Value] = {}
     _flatten(table, "", {k.key for k in keys(cls)}, origin, values)
     return build(cls, values)
+
+
+def parse(cls: type, key: str, raw: Any, origin: str) -> Any:
+    """One setting's value from a TOML value or a flag's text, as ``load_config`` reads it
+    (its ``unset`` spelling gives ``None``); the section's checks are not run.
+
+    Args:
+        cls: the root section.
+        key: the dotted key (not a secret's).
+        raw: the value.
+        origin: where it comes from, for messages.
+
+    Returns:
+        The field's value.
+
+    Raises:
+        KeyError: no such setting, or a secret.
+        ConfigError: a value of the wrong shape.
+    """
+    for k in keys(cls):
+        if k.key == key and not k.setting.secret:
+            value = _parse(key, k.setting.codec, _Value(raw, origin, 0))
+            unset = k.setting.unset
+            return None if unset is not dataclasses.MISSING and value == unset else value
+    raise KeyError(key)
 
 
 def override(config: Any, values: Mapping[str, Any], origin: str) -> Any:

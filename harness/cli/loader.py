@@ -44,14 +44,16 @@ def settings_from_flags(
         metrics_port: gives the port for metrics when no flag sets one.
 
     Returns:
-        The settings; every flag but the table, topics and loader id is kept as text in
-        ``extra``, read by the loader's codecs when its configuration is built.
+        The settings: the flags of its own fields read by the loader's codecs, the others kept
+        as text in ``extra``, read so when the loader's configuration is built.
 
     Raises:
         ValueError: no ``--table`` or no ``--kafka-topics``.
+        loader.errors.ConfigError: a flag of one of its own fields the loader cannot read.
     """
-    from harness.loaders.process import LoaderSettings
-    from loader.settings import STRINGS
+    from harness.loaders.process import LOADER_KEYS, LoaderSettings
+    from loader.config import LoaderConfig
+    from loader.settings import STRINGS, parse
 
     rest = dict(flags)
     table, topics = rest.pop("table", None), rest.pop("kafka.topics", None)
@@ -60,7 +62,13 @@ def settings_from_flags(
     # The stack's port for loader metrics (or the next free one), not the loader's own
     # default: several stacks, and several background loaders, share one machine.
     rest.setdefault("metrics_port", str(metrics_port()))
+    own = {
+        name: parse(LoaderConfig, key, rest.pop(key), "the command line")
+        for name, key in LOADER_KEYS.items()
+        if key in rest
+    }
     return LoaderSettings(
+        **own,
         # A loader id per name: two background loaders on one table would be two owners.
         loader_id=rest.pop("loader_id", f"icefloe-{name}"),
         table=table,

@@ -56,6 +56,17 @@ publishes at the cap over the trigger interval (the loader's would be 40,000 mes
 at 5 s batches), or at 1,000 a second when there is no cap."""
 
 
+LOADER_KEYS = {
+    "dead_letter_topic": "dead_letter_topic",
+    "trigger_interval_s": "trigger_interval",
+    "exactly_once": "exactly_once",
+    "max_offsets_per_trigger": "kafka.max_offsets_per_trigger",
+    "lease_ttl_s": "lease_ttl",
+    "fencing": "fencing",
+}
+"""The loader setting (its dotted key) that each loader field of ``LoaderSettings`` sets."""
+
+
 @dataclass(frozen=True)
 class LoaderSettings:
     """What the harness decides about a loader it runs; the stack supplies the rest.

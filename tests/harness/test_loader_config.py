@@ -114,6 +114,9 @@ def test_a_harness_loader_takes_the_loaders_defaults(
     assert (options.trigger_interval_s, options.lease_ttl_s) == (cfg.trigger_interval, None)
     # The one harness default of its own: no batch limit (NO_BATCH_LIMIT says why).
     assert settings.max_offsets_per_trigger is None and options.max_rate is None
+    for name, key in process.LOADER_KEYS.items():
+        own = getattr(process.LoaderSettings, name)
+        assert own == (None if name == "max_offsets_per_trigger" else default(LoaderConfig, key))
 
 
 def test_a_harness_loader_without_a_batch_limit_runs_without_one(
@@ -184,6 +187,7 @@ def test_loader_start_flags_become_the_loaders_settings(
     from harness.cli.loader import settings_from_flags
     from harness.loaders import process
     from loader.config import LoaderConfig
+    from loader.errors import ConfigError
     from loader.settings import default, flag_values
 
     argv = ["loader", "start", "--name", "w", "--table", "lake.s.t", "--kafka-topics", "a,b"]
@@ -191,9 +195,14 @@ def test_loader_start_flags_become_the_loaders_settings(
     flags = flag_values(LoaderConfig, build_parser().parse_args(argv))
     settings = settings_from_flags("w", flags, lambda: 59401)
     assert (settings.loader_id, settings.topics) == ("icefloe-w", ("a", "b"))
+    # Its own fields say what runs (they are saved for the next start and read by status).
+    assert (settings.lease_ttl_s, settings.max_offsets_per_trigger) == (15.0, None)
+    assert settings.extra == {"metrics_port": "59401"}
     cfg = process.loader_config(settings, _offline(tmp_path, monkeypatch), tmp_path / "c")
     assert (cfg.lease_ttl, cfg.metrics_port) == (15.0, 59401)
     assert cfg.trigger_interval == default(LoaderConfig, "trigger_interval")  # not 3 s
     assert cfg.kafka.max_offsets_per_trigger is None
     with pytest.raises(ValueError, match="--kafka-topics"):
         settings_from_flags("w", {"table": "lake.s.t"}, lambda: 1)
+    with pytest.raises(ConfigError, match=r"trigger_interval \(from the command line\)"):
+        settings_from_flags("w", {**flags, "trigger_interval": "soon"}, lambda: 1)

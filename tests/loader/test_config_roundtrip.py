@@ -358,6 +358,15 @@ def test_a_direct_secret_is_never_written(tmp_path: Path) -> None:
     assert "hush-1" not in config.to_toml() and "s3_secret_key" not in config.to_toml()
 
 
+def test_one_value_is_parsed_as_the_file_would_be() -> None:
+    assert settings.parse(LoaderConfig, "kafka.max_offsets_per_trigger", "0", "t") is None
+    assert settings.parse(LoaderConfig, "trigger_interval", "750ms", "t") == 0.75
+    with pytest.raises(ConfigError, match=r"lease_ttl \(from t\) must be a duration"):
+        settings.parse(LoaderConfig, "lease_ttl", "soon", "t")
+    with pytest.raises(KeyError):
+        settings.parse(LoaderConfig, "catalog.s3_secret_key", "x", "t")
+
+
 def test_defaults_are_read_from_the_fields() -> None:
     assert settings.default(LoaderConfig, "trigger_interval") == 5.0
     assert settings.default(LoaderConfig, "kafka.max_offsets_per_trigger") == 200_000
