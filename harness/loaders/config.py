@@ -71,6 +71,7 @@ def stack_loader_config(
     *,
     secret: Secret | None = None,
     kafka: Mapping[str, Any] | None = None,
+    catalog: Mapping[str, Any] | None = None,
     **settings: Any,
 ) -> LoaderConfig:
     """A loader configuration that loads ``topics`` of ``stack`` into ``table``.
@@ -84,6 +85,8 @@ def stack_loader_config(
             stack's key, which TOML leaves out (a loader process then gets it from its
             environment).
         kafka: further `[kafka]` settings (e.g. `max_offsets_per_trigger`).
+        catalog: `[catalog]` settings that replace the stack's (e.g. `uri` of a fault proxy in
+            front of the catalog, `read_timeout`).
         **settings: further top-level `LoaderConfig` fields (`loader_id`, `trigger_interval`,
             `checkpoint_location`, `transform`, `spark`...).
 
@@ -96,11 +99,14 @@ def stack_loader_config(
         table=TableId.parse(table),
         kafka=KafkaConfig(bootstrap=stack.bootstrap_servers, topics=tuple(topics), **(kafka or {})),
         catalog=CatalogConfig(
-            uri=stack.catalog_uri,
-            warehouse=f"s3://{keys.WAREHOUSE_BUCKET}/",
-            s3_endpoint=stack.s3_endpoint,
-            s3_access_key=stack.credentials.access_key,
-            s3_secret_key=secret or stack.credentials.secret_key,
+            **{
+                "uri": stack.catalog_uri,
+                "warehouse": f"s3://{keys.WAREHOUSE_BUCKET}/",
+                "s3_endpoint": stack.s3_endpoint,
+                "s3_access_key": stack.credentials.access_key,
+                "s3_secret_key": secret or stack.credentials.secret_key,
+                **(catalog or {}),
+            }
         ),
         spark=spark,
         **settings,
