@@ -17,8 +17,8 @@ fires on:
 - ``refuse``: do not forward; answer ``status`` (503) with or without ``Retry-After``, or with
   ``drop`` close the connection without answering;
 - ``delay``: wait ``delay_ms`` before forwarding and ``answer_delay_ms`` before answering;
-- ``black_hole``: hold the request, never answer, until the rule is removed (healed) or
-  ``hold_s`` passed, then close the connection; nothing is forwarded;
+- ``black_hole``: hold the request, never answer, until the rule is removed (healed),
+  ``hold_s`` passed or the client gave up, then close the connection; nothing is forwarded;
 - ``deliver_late``: answer 504 at once, forward the request ``late_s`` later (it applies late).
 
 Every firing is kept as a :class:`Fired` record (when, which rule, method, path, mode, whether
@@ -705,7 +705,7 @@ class CatalogProxy:
                 request = await _read_request(reader, writer)
                 if request is None:
                     break
-                keep = await self._one(request, upstream, writer)
+                keep = await self._one(request, upstream, reader, writer)
                 if not keep or request.close:
                     break
         except (ConnectionError, asyncio.IncompleteReadError, ValueError):
@@ -728,7 +728,11 @@ class CatalogProxy:
         return response, 200 <= response.status < 300
 
     async def _one(
-        self, request: _Request, upstream: _Upstream, writer: asyncio.StreamWriter
+        self,
+        request: _Request,
+        upstream: _Upstream,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
     ) -> bool:
         """Handle one request; whether the client connection stays open."""
         armed = self._match(request)
@@ -752,8 +756,18 @@ class CatalogProxy:
         if mode == "black_hole":
             if armed.released is None:
                 armed.released = asyncio.Event()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(armed.released.wait(), rule.hold_s)
+            # Held until healed or hold_s passed, or until the client gives up (a timeout of
+            # its own closes its end: the record then says when).
+            waits = [
+                asyncio.ensure_future(armed.released.wait()),
+                asyncio.ensure_future(reader.read(1)),
+            ]
+            try:
+                await asyncio.wait(waits, timeout=rule.hold_s, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for wait in waits:
+                    wait.cancel()
+                await asyncio.gather(*waits, return_exceptions=True)
             self._record(rule, request, False, None, None)
             return False
         if mode == "deliver_late":

@@ -506,3 +506,16 @@ def test_bad_fault_parameters_are_refused_when_read() -> None:
         _fault(mode="refuse", probability=1.5)
     with pytest.raises(ParamError, match="on"):
         _fault(mode="refuse", on="everything")
+
+
+def test_a_black_hole_ends_when_the_client_gives_up(proxy: CatalogProxy, fake: FakeCatalog) -> None:
+    rule = proxy.add(Rule("black_hole", times=None))
+    conn = http.client.HTTPConnection(proxy.host, proxy.port, timeout=0.3)
+    try:
+        with pytest.raises(TimeoutError):
+            post(conn)
+    finally:
+        conn.close()
+    (fired,) = proxy.wait_fired(1, timeout_s=5, rule=rule.name)
+    assert fired.seconds < 2.0 and fired.answered is None
+    assert proxy.rules[0][0].name == rule.name  # still armed: only that request ended
