@@ -6,6 +6,12 @@ reaches it through the environment (``ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY``), n
 the config file or argv. A watcher thread notices when the loader exits by itself and records
 that in the history with the exit code and the tail of its log; with ``restart_on_exit`` it
 starts the loader again, as a supervisor (systemd, Kubernetes) would.
+
+Each start gets a fault-point trace file of its own (``trace-N.jsonl`` in its folder,
+``loader.faultpoints``). Once a start has ended, what its trace says is recorded in the
+history: a ``loader``/``fault_landed`` event per fault that fired (its point and action), or a
+``loader``/``fault_not_landed`` event for a start armed with a fault point that never fired.
+A fault counts where it landed, from what the loader recorded, not where it was aimed.
 """
 
 from __future__ import annotations
@@ -28,13 +34,24 @@ from loader.cli import EXIT_NOT_OWNER
 from loader.config import LoaderConfig, SparkConfig, env_var
 from loader.faultpoints import (
     KILL_AFTER_COMMIT_ENV,
+    KILL_AFTER_COMMITS_ENV,
+    KILL_AT_ENV,
     PAUSE_AFTER_COMMITS_ENV,
     PAUSE_AT_ENV,
     PAUSE_DELAY_MS_ENV,
+    TRACE_ENV,
+    read_trace,
 )
 from loader.transforms import Transform
 
-HOOK_ENVS = (KILL_AFTER_COMMIT_ENV, PAUSE_AT_ENV, PAUSE_AFTER_COMMITS_ENV, PAUSE_DELAY_MS_ENV)
+HOOK_ENVS = (
+    KILL_AT_ENV,
+    KILL_AFTER_COMMITS_ENV,
+    KILL_AFTER_COMMIT_ENV,
+    PAUSE_AT_ENV,
+    PAUSE_AFTER_COMMITS_ENV,
+    PAUSE_DELAY_MS_ENV,
+)
 # The S3 secret reaches the loader through its environment, never its file or argv.
 SECRET_ENV = env_var("catalog.s3_secret_key")
 # How often ``retire`` asks whether the thawed loader holds the table again (a catalog read).
@@ -161,6 +178,34 @@ def env_hooks(env: Mapping[str, str]) -> dict[str, str]:
     return {k: env[k] for k in HOOK_ENVS if k in env}
 
 
+def armed_fault(hooks: Mapping[str, str]) -> dict[str, str] | None:
+    """The fault a start's hooks arm, as ``{"point", "action"}``; None when they arm none.
+
+    Args:
+        hooks: The start's hook variables (``env_hooks``).
+
+    Returns:
+        The point and action (``kill`` or ``freeze``) armed, or None.
+    """
+    if hooks.get(KILL_AT_ENV):
+        return {"point": hooks[KILL_AT_ENV], "action": "kill"}
+    if hooks.get(KILL_AFTER_COMMIT_ENV):
+        return {"point": "committed", "action": "kill"}
+    if hooks.get(PAUSE_AT_ENV):
+        return {"point": hooks[PAUSE_AT_ENV], "action": "freeze"}
+    return None
+
+
+@dataclass
+class _Start:
+    """One start of a loader process, until what its trace says is recorded."""
+
+    number: int
+    pid: int
+    trace: Path
+    hooks: dict[str, str]
+
+
 class LoaderProcess:
     """One scenario's loader, started and stopped by the harness.
 
@@ -201,6 +246,8 @@ class LoaderProcess:
         self.hooks: dict[str, str] = {}
         self._began = 0.0  # monotonic time and log size of the last start
         self._start_mark = 0
+        self._unsettled: dict[int, _Start] = {}  # by pid: starts whose trace is not recorded
+        self.trace_file: Path | None = None  # the last start's fault-point trace
 
     # -- lifecycle ----------------------------------------------------------
 
@@ -240,8 +287,9 @@ class LoaderProcess:
             env = dict(os.environ)
             env[SECRET_ENV] = self.stack.credentials.secret_key.reveal()
             env.setdefault("PYTHONUNBUFFERED", "1")
-            for hook in HOOK_ENVS:
+            for hook in (*HOOK_ENVS, TRACE_ENV):
                 env.pop(hook, None)
+            self._settle_exited()
             self_kill = (
                 self.settings.kill_after_commit is not None
                 and self.starts < self.settings.self_kills
@@ -252,6 +300,9 @@ class LoaderProcess:
                 env[PAUSE_AT_ENV] = self.settings.pause_at
                 env[PAUSE_AFTER_COMMITS_ENV] = str(self.settings.pause_after_commits)
             env.update(hooks or {})
+            trace = self.state_dir / f"trace-{self.starts + 1}.jsonl"
+            trace.unlink(missing_ok=True)
+            env[TRACE_ENV] = str(trace)
             mark = self.log_size()
             began = time.monotonic()
             self._began, self._start_mark = began, mark
@@ -274,6 +325,8 @@ class LoaderProcess:
             self._expected_codes = set(expect_codes)
             self.hooks = dict(env_hooks(env))
             self.starts += 1
+            self.trace_file = trace
+            self._unsettled[pid] = _Start(self.starts, pid, trace, dict(self.hooks))
         self._ensure_watcher()
         if wait:
             return self._await_started(mark, began, pid)
@@ -418,6 +471,39 @@ class LoaderProcess:
             self.stop()
         if self._watcher is not None:
             self._watcher.join(timeout=5)
+        self._settle_exited()
+
+    # -- where faults landed -------------------------------------------------
+
+    def last_trace(self) -> list[dict[str, Any]]:
+        """The fault points the last start's trace records so far (none: nothing fired)."""
+        return read_trace(self.trace_file) if self.trace_file is not None else []
+
+    def _settle_exited(self) -> None:
+        """Record the traces of the starts that have ended and are not recorded yet."""
+        with self._lock:
+            running = self.process.pid if self.process.is_running() else None
+            for pid in [p for p in self._unsettled if p != running]:
+                self._settle(self._unsettled.pop(pid))
+
+    def _settle(self, start: _Start) -> None:
+        fired = read_trace(start.trace)
+        armed = armed_fault(start.hooks)
+        where = {"loader_id": self.settings.loader_id, "pid": start.pid, "start": start.number}
+        for line in fired:
+            self.history.record(
+                "loader",
+                "info",
+                "fault_landed",
+                **where,
+                point=line.get("point"),
+                action=line.get("action"),
+                commits=line.get("commits"),
+                at=line.get("time"),
+                armed=armed,
+            )
+        if armed is not None and not fired:
+            self.history.record("loader", "info", "fault_not_landed", **where, armed=armed)
 
     def is_running(self) -> bool:
         return self.process.is_running()
@@ -455,6 +541,7 @@ class LoaderProcess:
                         message="" if expected else self.log_tail(30),
                     )
                     self._seen_pid = None
+                    self._settle_exited()
                     if not expected and self.restart_on_exit and self._watching:
                         threading.Thread(target=self._restart_later, daemon=True).start()
             time.sleep(0.2)

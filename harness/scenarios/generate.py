@@ -33,6 +33,7 @@ from harness.scenarios.faults.services import KillServiceParams, PauseServicePar
 from harness.scenarios.faults.topic import AddPartitionsParams
 from harness.scenarios.faults.traffic import BurstParams, MalformedParams
 from harness.scenarios.schedule import Schedule, ScheduledFault
+from loader.faultpoints import POINTS
 
 __all__ = ["PROFILES", "Profile", "lane_counts", "scenario_doc", "schedules"]
 
@@ -59,7 +60,13 @@ WORKLOAD: dict[str, Any] = {
 }
 PARTITIONS = 2
 _TRINO_TYPE = {"integer": "INTEGER", "real": "REAL", "bigint": "BIGINT", "double": "DOUBLE"}
-CHECKS = ("table_matches_ledger", "dead_letters_match_ledger", "live_invariants", "faults_healed")
+CHECKS = (
+    "table_matches_ledger",
+    "dead_letters_match_ledger",
+    "live_invariants",
+    "faults_healed",
+    "loader_exits_explained",
+)
 
 
 @dataclass(frozen=True)
@@ -90,8 +97,9 @@ class Profile:
         services: Services the infra lane may kill or pause.
         varied: Draw the details of events (restart mode, delays, hold times); a profile made
             to be shrunk keeps them fixed, so shrinking spends its runs on what matters.
-        zombie_after_commits: Commits a loader armed for a zombie makes before its hook may
-            freeze it (the soak, which paces loader faults by commits: 1).
+        zombie_after_commits: Commits a loader armed for a ``zombie`` (at a point drawn from
+            planned, write, publish or now) makes before its hook may freeze it. The soak's
+            zombies at a named point freeze in the first batch of their start.
         restarts: How a killed loader is restarted (``launch``, ``wait``: drawn from these).
             The ``ci`` profile only launches: a kill that waits for the restart costs 25-35 s
             of its loader lane, and its 8 minutes hold no more than a few.
@@ -120,28 +128,18 @@ class Profile:
 # A loader's first commit after a start comes 1-3 minutes later on a busy 2-core machine: the
 # kills that wait for a commit and the zombies frozen by a hook are the expensive ones.
 _CI_LOADER_KINDS = ("kill_now", "kill_now", "kill_now", "kill_now", "kill_commit", "zombie_now")
-# The soak paces its loader lane by commits (harness.scenarios.pacing): a loader fault that waits
-# for a commit costs a restart and a first batch (30-85 s with the cheap lanes running: a paused
-# catalog holds a start), so most of the lane's faults land during a start-up instead (unpaced:
-# before the take-over, in the warm-up, in the first batch); the rest, a kill of each kind and
-# zombies frozen at work, wait for a commit. Weights from the hour's soak of commit ``a57046e``,
-# seconds of lane time per fault: a start-up kill 10.5, a start-up zombie 45-50 (lease expiry,
-# a successor's start, the zombie's thaw and exit), a paced fault 50-70 (its wait for a commit).
-# So an hour holds about 150 loader faults: some 120 kills and 28 zombies. (The hour of commit
-# ``cf579f9`` measured 7.3 s per start-up kill and 75 s per start-up zombie, 30-64 s of it the
-# successor's start: such a zombie now waits only for the successor's take-over. The hour of
-# ``2f210fe``: 7.4 s per start-up kill, a start-up zombie 59 s median, and 110 loader faults in
-# all, of which 20 zombies; the five paced kinds took 40% of the lane. Hence 46 : 10, and the
-# hour of ``dca60d7`` held 113 kills and 27 zombies: 8.2 s per start-up kill, 56 s per start-up
-# zombie.)
+# The soak's loader faults land at the loader's own fault points (``loader.faultpoints``): each
+# is armed on the start before it (the heal of the previous one), fires in the first batch of
+# that start, and waits for no commit. Every point is drawn alike, kills and zombies: a kill at
+# ``take_over`` (the take-over committed, the query not started) is the start-up kill, one point
+# among others. Kills are drawn twice as often as zombies, which cost a lease, a successor's
+# take-over and a thaw. Where each landed is what the loader's trace says, not what was asked.
+KILL_POINTS = POINTS
+ZOMBIE_POINTS = ("planned", "decoded", "dead_lettered", "write", "publish", "commit_sent")
+"""Where a soak's zombies freeze: mid-batch, before the commit was answered."""
 _SOAK_LOADER_KINDS = (
-    *("kill_start",) * 46,
-    "kill_now",
-    "kill_commit",
-    "kill_after_commit",
-    *("zombie_start",) * 10,
-    "zombie_now",
-    "zombie",
+    *(f"kill_at_{point}" for point in KILL_POINTS for _ in range(2)),
+    *(f"zombie_at_{point}" for point in ZOMBIE_POINTS),
 )
 _INFRA_KINDS = ("pause_service", "pause_service", "kill_service")
 _MAINTENANCE_KINDS = ("optimize", "expire_snapshots", "remove_orphan_files", "retention_delete")
@@ -182,7 +180,6 @@ PROFILES: dict[str, Profile] = {
         min_kinds=15,
         max_examples=1000,
         await_timeout_s=900.0,
-        zombie_after_commits=1,
     ),
     "break": Profile(
         "break",
@@ -216,8 +213,34 @@ def _choice(profile: Profile, values: Sequence[Any]) -> st.SearchStrategy[Any]:
     return st.sampled_from(list(values)) if profile.varied else st.just(values[0])
 
 
+# How long a fault at a point waits for its armed start to reach the point (a start and its
+# first batch: 30-85 s on a busy 2-core machine); after it, the fault is killed from outside and
+# counted as not landed.
+POINT_TIMEOUT_S = 180.0
+
+
 def _loader_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, Any, float]]:
     restart = _choice(profile, list(profile.restarts))
+    if name.startswith("kill_at_"):
+        kill = KillLoaderParams(
+            at=name.removeprefix("kill_at_"),  # type: ignore[arg-type]
+            commit_timeout_s=POINT_TIMEOUT_S,
+            restart="launch",  # the next fault is armed on this start: it waits for it anyway
+        )
+        return st.just(_event("kill_loader", kill))
+    if name.startswith("zombie_at_"):
+        zombie_params = st.builds(
+            ZombieParams,
+            freeze=st.just(name.removeprefix("zombie_at_")),
+            run_s=_choice(profile, [4.0, 2.0, 6.0]),
+            after_commits=st.just(0),
+            freeze_timeout_s=st.just(POINT_TIMEOUT_S),
+            step_down_s=st.just(120.0),
+            restart=st.just("launch"),
+            # Fenced once the successor has taken the table over; its start need not be awaited.
+            successor=st.just("took_over"),
+        )
+        return zombie_params.map(lambda p: _event("zombie_loader", p))
     if name == "kill_now":
         params = st.builds(KillLoaderParams, at=st.just("now"), restart=restart)
         return params.map(lambda p: _event("kill_loader", p))

@@ -187,7 +187,12 @@ def parse(
         ScenarioError: For an unknown profile, step, check, variable, a missing field, or a
             parameter of the wrong name, type or value.
     """
-    from harness.scenarios import invariants, liveness, storage  # noqa: F401  (register checkers)
+    from harness.scenarios import (  # register checkers
+        exits,  # noqa: F401
+        invariants,  # noqa: F401
+        liveness,  # noqa: F401
+        storage,  # noqa: F401
+    )
     from harness.scenarios.checkers import CHECKERS
 
     if profile not in PROFILES:

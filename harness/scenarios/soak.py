@@ -2,12 +2,14 @@
 
 One topic, table and loader live for the whole soak. Hypothesis draws a chapter's schedule
 (profile ``soak`` of ``harness.scenarios.generate``: hundreds of cheap faults - traffic,
-malformed fractions, schema changes, pauses, maintenance - among 14-18 loader kills and
+malformed fractions, schema changes, pauses, maintenance - among 30-36 loader kills and
 zombie writers), the player plays it while the monitor checks the live invariants, and at the
 chapter's end every fault is healed. Chapters follow until the time is up.
-The loader lane is paced by commits (``harness.scenarios.pacing``): each loader fault waits
-until the loader has committed since the previous one, then comes promptly, so kills and
-zombies hit a loader at work rather than one still starting; the cheap lanes keep their clock. A
+The loader lane's faults land at the loader's fault points (``loader.faultpoints``): each is
+armed on the start before it and fires in that start's first batch, so none waits for a
+commit; loader faults aimed from outside are paced by commits (``harness.scenarios.pacing``);
+the cheap lanes keep their clock. The report counts faults where they landed
+(``harness.scenarios.landed``: the loader's traces, recorded in the history). A
 chapter ends as soon as one of its lanes has played all its events (the others are cut there,
 and the next chapter draws fresh lanes), so no lane stands idle while a slower one finishes.
 Only after the last chapter does the table catch up and the final checks compare it and the
@@ -24,7 +26,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,7 @@ from harness.scenarios.generate import (
     schedules,
 )
 from harness.scenarios.history import Event, select
+from harness.scenarios.landed import FaultCounts, fault_counts
 from harness.scenarios.loaders import LoaderOptions
 from harness.scenarios.model import parse
 from harness.scenarios.pacing import LoaderPacer
@@ -65,7 +68,8 @@ class SoakResult:
         minutes: The time asked for.
         elapsed_s: Wall-clock seconds, setup to teardown.
         chapters: Schedules played.
-        faults: Faults injected, per kind (``kill_loader``, ``kill_kafka``...).
+        faults: Faults injected, per registered kind (``kill_loader``, ``kill_service``...;
+            traffic is load, not counted).
         fault_minutes: Minutes during which faults were injected (first to last injection).
         checks: The final checks of the last chapter.
         anomalies: Anomaly name to count over every check.
@@ -73,11 +77,7 @@ class SoakResult:
         paced: Loader faults that waited for a commit and saw one.
         pace_timeouts: Loader faults whose wait for a commit timed out (they came anyway).
         pace_waits: Seconds each loader fault waited for its commit.
-        kills_at: Loader kills by where they landed: ``start`` (during a start-up, before
-            the loader had started its query), ``start, running`` (a start-up kill that found
-            it started), ``now``, ``commit``, ``after_commit``.
-        zombies_at: Zombie pauses by where the loader was frozen, named the same way
-            (``start``, ``start, running``, ``now``, or the hook's point).
+        counts: Faults by kind, service and where they landed (``landed.fault_counts``).
         load: 1-minute load averages sampled during the soak.
         failure: What failed, if anything did.
         written: The scenario file a failing chapter was written to.
@@ -95,8 +95,7 @@ class SoakResult:
     paced: int = 0
     pace_timeouts: int = 0
     pace_waits: list[float] = field(default_factory=list)
-    kills_at: Counter[str] = field(default_factory=Counter)
-    zombies_at: Counter[str] = field(default_factory=Counter)
+    counts: FaultCounts = field(default_factory=FaultCounts)
     load: list[float] = field(default_factory=list)
     failure: str | None = None
     written: Path | None = None
@@ -337,7 +336,8 @@ def soak(
 
 def _tally(result: SoakResult, run: Run) -> None:
     injected = [e for e in select(run.history, "fault", phase="ok") if e.name.endswith(".inject")]
-    result.faults = Counter(e.name.rpartition(".")[0] for e in injected)
+    result.counts = fault_counts(run.history)
+    result.faults = Counter(result.counts.by_kind)
     if injected:
         result.fault_minutes = max((injected[-1].time - injected[0].time) / 60, 1 / 60)
     for check in result.checks:
@@ -348,16 +348,6 @@ def _tally(result: SoakResult, run: Run) -> None:
     result.paced = sum(1 for e in paced if e.phase == "ok")
     result.pace_timeouts = sum(1 for e in paced if e.phase == "fail")
     result.pace_waits = [float(e.data["waited_s"]) for e in paced]
-    kills = [e for e in injected if e.name == "kill_loader.inject"]
-    result.kills_at = Counter(_point(e.data.get("at"), e.data) for e in kills)
-    zombies = [e for e in injected if e.name == "zombie_loader.inject"]
-    result.zombies_at = Counter(
-        _point(e.data.get("freeze_fallback") or e.data.get("freeze"), e.data) for e in zombies
-    )
-
-
-def _point(at: Any, data: Mapping[str, Any] | None = None) -> str:
-    return "start, running" if at == "start" and (data or {}).get("had_started") else str(at)
 
 
 def _write(state: _Soak, result: SoakResult) -> Path:

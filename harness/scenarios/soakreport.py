@@ -1,4 +1,10 @@
-"""The soak's report: faults per minute, per kind and in total, the verdicts, the picture.
+"""The soak's report: faults per minute, per kind, per service and where they landed, the
+verdicts, the picture.
+
+Faults are counted where they landed, from the history (``harness.scenarios.landed``): a
+loader fault at a fault point by the point its trace names (``kill planned``), grouped by
+where in a batch that is (inside a batch, during the commit request, after a commit, at the
+start-up's take-over); one armed whose point never fired as not landed; traffic as load.
 
 ``report.md`` and ``timeline.png`` go into the soak's run folder next to its history, so the
 verdicts can be recomputed there later (``icefloe scenario check`` works on chapters written
@@ -12,11 +18,12 @@ from collections import Counter
 from pathlib import Path
 
 from harness.scenarios.history import History
+from harness.scenarios.landed import BANDS, FaultCounts
 from harness.scenarios.observe import ledger_entries
 from harness.scenarios.soak import SoakResult
 from harness.scenarios.timeline import draw
 
-__all__ = ["summary", "write"]
+__all__ = ["landed_lines", "summary", "write"]
 
 HEADLINE = ("lost", "duplicated", "misrouted", "undeleted", "unexpected")
 
@@ -26,19 +33,19 @@ def summary(result: SoakResult) -> list[str]:
     kills = result.faults.get("kill_loader", 0)
     zombies = result.faults.get("zombie_loader", 0)
     load = result.load or [0.0]
+    counts = result.counts
     lines = [
         f"{'PASS' if result.passed else 'FAIL'} soak: {result.minutes:g} min asked, "
         f"{result.elapsed_s / 60:.1f} min in all, {result.chapters} chapters",
         f"faults: {result.total} in {result.fault_minutes:.1f} min = {result.per_minute:.1f}/min; "
-        f"loader kills {kills}, zombie pauses {zombies}",
+        f"loader kills {kills}, zombie pauses {zombies}; load: {counts.load} traffic events",
         "anomalies: "
         + ", ".join(f"{result.anomalies.get(n, 0)} {n}" for n in HEADLINE)
         + f", {result.unhealed} unhealed",
         f"load average (1 min): {min(load):.1f}-{max(load):.1f}, median "
         f"{statistics.median(load):.1f}",
         _pacing(result),
-        f"loader kills by where they landed: {_points(result.kills_at)}; "
-        f"zombies by where they froze: {_points(result.zombies_at)}",
+        *landed_lines(counts),
     ]
     if result.failure:
         lines.append(f"failure: {result.failure}")
@@ -50,6 +57,45 @@ def summary(result: SoakResult) -> list[str]:
 
 def _points(counts: Counter[str]) -> str:
     return ", ".join(f"{n} {at}" for at, n in sorted(counts.items())) or "none"
+
+
+_ORDER = {point: i for i, point in enumerate(BANDS)}
+
+
+def _by_point(counts: Counter[tuple[str, str]], action: str) -> str:
+    mine = sorted(
+        ((point, n) for (act, point), n in counts.items() if act == action),
+        key=lambda pn: _ORDER.get(pn[0], len(_ORDER)),
+    )
+    return ", ".join(f"{n} {point}" for point, n in mine) or "none"
+
+
+def landed_lines(counts: FaultCounts) -> list[str]:
+    """Console lines: loader faults where they landed, faults per service and per kind.
+
+    Args:
+        counts: The run's counts (``landed.fault_counts``).
+
+    Returns:
+        The lines (kills and zombies by band and by point, not landed, aimed from outside,
+        per service, per kind).
+    """
+    kills, freezes = counts.bands("kill"), counts.bands("freeze")
+    bands = ("inside a batch", "during the commit request", "after a commit", "start-up")
+    outside = ", ".join(f"{n} {kind} {how}" for (kind, how), n in sorted(counts.outside.items()))
+    not_landed = ", ".join(
+        f"{n} {act} {point}" for (act, point), n in sorted(counts.not_landed.items())
+    )
+    return [
+        "kills landed: " + ", ".join(f"{kills.get(b, 0)} {b}" for b in bands),
+        "zombies frozen: " + ", ".join(f"{freezes.get(b, 0)} {b}" for b in bands),
+        f"kills by point: {_by_point(counts.landed, 'kill')}",
+        f"zombies by point: {_by_point(counts.landed, 'freeze')}",
+        f"not landed (armed, never fired): {not_landed or 'none'}",
+        f"aimed from outside (no trace): {outside or 'none'}",
+        f"per service: {_points(counts.by_service)}",
+        f"per kind: {_points(counts.by_kind)}",
+    ]
 
 
 def _pacing(result: SoakResult) -> str:
@@ -80,7 +126,7 @@ def write(result: SoakResult) -> Path:
     lines = [
         f"# Soak: {result.minutes:g} minutes of generated faults",
         "",
-        *[f"- {line}" for line in summary(result)[:6]],
+        *[f"- {line}" for line in summary(result)[: 5 + len(landed_lines(result.counts))]],
         f"- history: `{run_dir / 'history.jsonl'}`",
         "",
     ]

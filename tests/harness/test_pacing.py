@@ -9,15 +9,15 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 
-from harness.scenarios.faults import FAULTS
+from harness.scenarios.faults import FAULTS, build_fault
 from harness.scenarios.faults.loader import KillLoaderParams, ZombieLoader, ZombieParams
-from harness.scenarios.generate import PROFILES, schedules
+from harness.scenarios.generate import PROFILES, ZOMBIE_POINTS, schedules
 from harness.scenarios.history import History, select
 from harness.scenarios.pacing import LoaderPacer, Pace, committed_batches
 from harness.scenarios.params import parse_params
 from harness.scenarios.player import SchedulePlayer
 from harness.scenarios.schedule import Schedule, ScheduledFault
-from loader.faultpoints import PAUSE_AFTER_COMMITS_ENV, PAUSE_AT_ENV
+from loader.faultpoints import PAUSE_AFTER_COMMITS_ENV, PAUSE_AT_ENV, POINTS
 
 # Lines as the loader writes them (loader/job.py, loader/sink.py).
 STARTED = "2026-11-22 20:35:39,462 INFO icefloe.loader: starting lake.s.t at earliest\n"
@@ -229,22 +229,20 @@ def test_a_zombie_armed_after_a_commit_freezes_a_loader_at_work() -> None:
     suppress_health_check=list(HealthCheck),
 )
 @given(schedules(PROFILES["soak"]))
-def test_soak_chapters_hold_kills_at_start_up_and_at_work_and_zombies(schedule: Schedule) -> None:
+def test_soak_chapters_hold_faults_at_the_loader_s_points(schedule: Schedule) -> None:
     counts = schedule.counts()
     lanes = schedule.lanes()
     assert 30 <= len(lanes["loader"]) <= 36 and counts["kill_loader"] >= 10
+    # Every loader fault lands at a point of the loader's own, armed on the start before it:
+    # none aimed from outside, none waiting for a commit (unpaced), start-up one point of many.
     ats = [e.params.at for e in lanes["loader"] if e.kind == "kill_loader"]
-    assert "start" in ats and set(ats) <= {"start", "now", "commit", "after_commit"}
-    freezes = {e.params.freeze for e in lanes["loader"] if e.kind == "zombie_loader"}
-    assert freezes <= {"start", "now", "planned", "write", "publish"}
-    starts = [e.params for e in lanes["loader"] if e.params.__class__ is KillLoaderParams]
-    assert all(p.restart == "launch" and p.max_delay_s > 0 for p in starts if p.at == "start")
-    hooked = [
-        e.params
-        for e in lanes["loader"]
-        if e.kind == "zombie_loader" and e.params.freeze in ("planned", "write", "publish")
-    ]
-    assert all(p.after_commits == 1 for p in hooked)
+    assert set(ats) <= set(POINTS)
+    assert ats.count("take_over") < len(ats) / 2
+    freezes = [e.params for e in lanes["loader"] if e.kind == "zombie_loader"]
+    assert {p.freeze for p in freezes} <= set(ZOMBIE_POINTS)
+    assert all(p.after_commits == 0 and p.successor == "took_over" for p in freezes)
+    faults = [build_fault(e.kind, e.params, random.Random(0)) for e in lanes["loader"]]
+    assert all(getattr(f, "unpaced", False) for f in faults)
     # The cheap lanes hold minutes of faults each (a chapter ends with its first lane done).
     assert len(lanes["traffic"]) >= 110 and len(lanes["schema"]) >= 55
 

@@ -1,12 +1,15 @@
-"""Loader faults: kill -9 (now, during start-up, at the start of a commit, right after a
-commit), and the zombie.
+"""Loader faults: kill -9 and the zombie (frozen past its lease), from outside or at a point.
 
-Timed kills from outside hit the dangerous windows only by luck; two of these faults use the
-loader's own hooks (``loader.faultpoints``) to be there for sure: a kill ``after_commit`` is
-the loader SIGKILLing itself right after an Iceberg commit, before Spark writes its
-checkpoint; a zombie frozen at ``planned``/``write``/``publish`` freezes itself at that point
-of a batch. A hook is given to one start of the loader. A schedule arms it on the start that
-comes before the fault (``prepare``); otherwise the fault restarts the loader with it.
+Timed kills from outside (``now``, during start-up, when a commit starts) hit the dangerous
+windows only by luck. At a fault point (``loader.faultpoints.POINTS``: ``take_over``,
+``planned``, ``decoded``, ``dead_lettered``, ``write``, ``publish``, ``commit_sent``,
+``committed``) the loader itself SIGKILLs or freezes its process group when its first batch
+reaches that point, so the fault lands there for sure and nothing waits for a commit
+(``after_commit`` is the older name of a kill at ``committed`` after one commit). A hook is
+given to one start of the loader: a schedule arms it on the start that comes before the fault
+(``prepare``); otherwise the fault restarts the loader with it. Where it landed is what the
+start's trace says (``harness.loaders.process`` records it in the history when the start
+ends): a point that never fired is ``not landed``, not counted.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from harness.scenarios.faults import FaultSkipped, fault_kind
 from harness.scenarios.faults.timing import landed, wait_for_commit
 from loader.faultpoints import (
     KILL_AFTER_COMMIT_ENV,
+    KILL_AT_ENV,
     PAUSE_AFTER_COMMITS_ENV,
     PAUSE_AT_ENV,
-    PAUSE_POINTS,
+    POINTS,
 )
 
 __all__ = ["KillLoader", "KillLoaderParams", "ZombieLoader", "ZombieParams"]
@@ -31,6 +35,27 @@ __all__ = ["KillLoader", "KillLoaderParams", "ZombieLoader", "ZombieParams"]
 _SIGKILL_CODE = -9
 TAKE_OVER_POLL_S = 0.5
 """How often a zombie fault reads the lease while it waits for the successor's take-over."""
+
+
+Point = Literal[
+    "take_over",
+    "planned",
+    "decoded",
+    "dead_lettered",
+    "write",
+    "publish",
+    "commit_sent",
+    "committed",
+]
+"""A fault point of the loader (``loader.faultpoints.POINTS``)."""
+
+
+def _fired(loader: Any, action: str) -> str | None:
+    """The point at which the loader's last start fired ``action`` (None: it did not)."""
+    for line in loader.last_trace():
+        if line.get("action") == action:
+            return str(line.get("point"))
+    return None
 
 
 def _where(loader: Any) -> dict[str, Any]:
@@ -47,15 +72,19 @@ class KillLoaderParams:
             ``max_delay_s``, and never held back by a long run's pacing, which waits for a
             commit before other loader faults); ``commit`` (the moment a commit starts, plus
             up to ``max_delay_s``); ``after_commit`` (the loader's hook: right after its next
-            commit, before Spark's checkpoint).
+            commit, before Spark's checkpoint); or a fault point (``take_over``, ``planned``,
+            ``decoded``, ``dead_lettered``, ``write``, ``publish``, ``commit_sent``,
+            ``committed``): the loader kills itself there in the first batch of its next
+            start (for ``take_over``: once its take-over has committed).
         commit_timeout_s: How long to wait for a commit before killing anyway (for
-            ``after_commit``: for the armed loader to start, commit and kill itself).
+            ``after_commit`` and a point: for the armed loader to start, reach the point and
+            kill itself; after that it is killed from outside, and the fault did not land).
         max_delay_s: Random delay after the commit was seen.
         restart: Heal by starting the loader and waiting for it (``wait``) or only
             launching it (``launch``: the next fault may find it still starting).
     """
 
-    at: Literal["now", "start", "commit", "after_commit"] = "now"
+    at: Literal["now", "start", "commit", "after_commit"] | Point = "now"
     commit_timeout_s: float = 120.0
     max_delay_s: float = 0.0
     restart: Literal["wait", "launch"] = "wait"
@@ -76,18 +105,23 @@ class KillLoader:
 
     @property
     def unpaced(self) -> bool:
-        """A kill ``at = start`` comes at once: a long run's pacing waits for no commit."""
-        return self.params.at == "start"
+        """A kill ``at = start`` or at a point comes at once: a long run's pacing waits for no
+        commit (a point kill waits for its own point)."""
+        return self.params.at == "start" or self.params.at in POINTS
 
     def prepare(self, run: Any) -> None:
-        """Arm the next start of the loader for this fault (``after_commit`` only)."""
+        """Arm the next start of the loader for this fault (``after_commit`` and points)."""
         if self.params.at == "after_commit":
             run.loaders.arm({KILL_AFTER_COMMIT_ENV: "1"}, expect_codes=(_SIGKILL_CODE,))
+        elif self.params.at in POINTS:
+            run.loaders.arm({KILL_AT_ENV: self.params.at}, expect_codes=(_SIGKILL_CODE,))
 
     def inject(self, run: Any) -> Mapping[str, Any]:
         p = self.params
         if p.at == "after_commit":
             return self._after_commit(run)
+        if p.at in POINTS:
+            return self._at_point(run)
         if p.at == "start":
             return self._during_start(run)
         self._snapshot = wait_for_commit(run, p.at, p.commit_timeout_s, p.max_delay_s, self.rng)
@@ -102,6 +136,28 @@ class KillLoader:
         where = _where(loaders.current)
         pid = loaders.kill()
         return {"at": "start", "pid": pid, **where}
+
+    def _at_point(self, run: Any) -> Mapping[str, Any]:
+        """Wait for the armed start to kill itself at the point (arm a fresh start if the
+        current one is not armed for it); kill it from outside after ``commit_timeout_s``."""
+        loaders = run.loaders
+        point = self.params.at
+        if loaders.hooks.get(KILL_AT_ENV) != point:
+            loaders.kill()
+            self.prepare(run)
+            loaders.start(wait=False)
+        current = loaders.current
+        began = time.monotonic()
+        exited = current.wait_exit(self.params.commit_timeout_s)
+        landed_at = _fired(current, "kill")
+        pid = None if exited else loaders.kill()
+        return {
+            "at": point,
+            "landed": landed_at,
+            "self_killed": landed_at is not None,
+            "waited_s": round(time.monotonic() - began, 2),
+            "pid": pid,
+        }
 
     def _after_commit(self, run: Any) -> Mapping[str, Any]:
         loaders = run.loaders
@@ -130,9 +186,11 @@ class ZombieParams:
     Attributes:
         freeze: ``now`` (SIGSTOP from outside, wherever it is); ``start`` (SIGSTOP from
             outside during the start-up the previous fault launched, after a random delay of
-            up to ``delay_s``; never held back by a long run's pacing); ``planned``, ``write`` or
-            ``publish`` (the loader's pause hook at that point of its next batch); ``hook``
-            (the pause point the scenario's ``[loader]`` gives its first start).
+            up to ``delay_s``; never held back by a long run's pacing); a fault point
+            (``take_over``, ``planned``, ``decoded``, ``dead_lettered``, ``write``,
+            ``publish``, ``commit_sent``, ``committed``: the loader's pause hook at that
+            point of its next start); ``hook`` (the pause point the scenario's ``[loader]``
+            gives its first start).
         run_s: How long the successor loads before the frozen loader is thawed.
         grace_s: Extra wait after the lease ran out (clock skew allowance plus margin).
         after_commits: For a named point: commits the armed loader makes before the hook
@@ -148,7 +206,7 @@ class ZombieParams:
             30-70 s of the soak's loader lane.
     """
 
-    freeze: Literal["now", "start", "hook", "planned", "write", "publish"] = "hook"
+    freeze: Literal["now", "start", "hook"] | Point = "hook"
     run_s: float = 5.0
     grace_s: float = 1.5
     after_commits: int = 0
@@ -182,12 +240,14 @@ class ZombieLoader:
 
     @property
     def unpaced(self) -> bool:
-        """A zombie frozen ``start`` comes at once: a long run's pacing waits for no commit."""
-        return self.params.freeze == "start"
+        """A zombie frozen ``start`` or at a point (with no commit to wait for) comes at once:
+        a long run's pacing waits for no commit."""
+        p = self.params
+        return p.freeze == "start" or (p.freeze in POINTS and p.after_commits == 0)
 
     def prepare(self, run: Any) -> None:
         """Arm the next start of the loader with the pause hook (a named point only)."""
-        if self.params.freeze in PAUSE_POINTS:
+        if self.params.freeze in POINTS:
             hooks = {PAUSE_AT_ENV: self.params.freeze}
             run.loaders.arm({**hooks, PAUSE_AFTER_COMMITS_ENV: str(self.params.after_commits)})
 
@@ -216,6 +276,7 @@ class ZombieLoader:
                 self.prepare(run)
                 loaders.start(wait=False)
             fallback = self._await_frozen(loaders.current)
+            frozen_at["landed"] = _fired(loaders.current, "freeze")
         expires = run.client.lease_expires_ms(run.names.table)
         if expires is not None:
             time.sleep(max(0.0, expires / 1000 - time.time()) + p.grace_s)

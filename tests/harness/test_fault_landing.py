@@ -1,0 +1,137 @@
+"""Where a loader start's faults landed, recorded in the history when the start ends: a real
+child process (no loader, no stack) runs the loader's own fault points
+(``loader.faultpoints``), armed and traced as ``LoaderProcess.start`` arms them."""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+from harness.loaders.process import LoaderProcess, _Start, armed_fault
+from harness.scenarios.history import History, select
+from loader.faultpoints import KILL_AT_ENV, PAUSE_AT_ENV, TRACE_ENV
+
+# A stand-in for a loader's first batch: it passes the points named in argv, then exits 0.
+BATCH = (
+    "import sys; from loader.faultpoints import FaultPoints; f = FaultPoints.from_env(); "
+    "[f.reached(p, 0) for p in sys.argv[1:]]"
+)
+
+
+def run_start(tmp_path: Path, hooks: dict[str, str], points: list[str]) -> LoaderProcess:
+    loader = LoaderProcess(SimpleNamespace(loader_id="l"), None, tmp_path, History())
+    trace = tmp_path / "trace-1.jsonl"
+    env = {**os.environ, **hooks, TRACE_ENV: str(trace)}
+    pid = loader.process.start([sys.executable, "-c", BATCH, *points], env, Path.cwd())
+    loader._unsettled[pid] = _Start(1, pid, trace, dict(hooks))
+    loader.trace_file = trace
+    assert loader.process.wait_exit(30.0)
+    loader.close()  # records what the trace says
+    return loader
+
+
+def test_a_kill_that_fired_is_recorded_where_it_landed(tmp_path: Path) -> None:
+    loader = run_start(tmp_path, {KILL_AT_ENV: "decoded"}, ["planned", "decoded", "write"])
+    assert loader.process.returncode() == -9
+    (landed,) = select(loader.history, "loader", "fault_landed")
+    assert landed.data["point"] == "decoded" and landed.data["action"] == "kill"
+    assert landed.data["armed"] == {"point": "decoded", "action": "kill"}
+    assert not select(loader.history, "loader", "fault_not_landed")
+    assert [line["point"] for line in loader.last_trace()] == ["decoded"]
+
+
+def test_a_point_that_never_fired_is_not_landed(tmp_path: Path) -> None:
+    loader = run_start(tmp_path, {KILL_AT_ENV: "committed"}, ["planned", "decoded"])
+    assert loader.process.returncode() == 0
+    assert not select(loader.history, "loader", "fault_landed")
+    (missed,) = select(loader.history, "loader", "fault_not_landed")
+    assert missed.data["armed"] == {"point": "committed", "action": "kill"}
+
+
+def test_a_start_armed_with_nothing_records_nothing(tmp_path: Path) -> None:
+    loader = run_start(tmp_path, {}, ["planned"])
+    assert not select(loader.history, "loader")
+
+
+def test_the_armed_fault_of_a_start() -> None:
+    assert armed_fault({PAUSE_AT_ENV: "write"}) == {"point": "write", "action": "freeze"}
+    assert armed_fault({"ICEFLOE_TEST_KILL_AFTER_COMMIT": "1"}) == {
+        "point": "committed",
+        "action": "kill",
+    }
+    assert armed_fault({"ICEFLOE_TEST_PAUSE_DELAY_MS": "100"}) is None
+
+
+class FakeStart:
+    """One start of a loader: it reaches the point it was armed for, or (``fires`` False)
+    never does."""
+
+    def __init__(self, hooks: dict[str, str], fires: bool) -> None:
+        self.hooks = dict(hooks)
+        self.fires = fires and KILL_AT_ENV in hooks
+
+    def wait_exit(self, timeout_s: float) -> bool:
+        return self.fires
+
+    def last_trace(self) -> list[dict[str, object]]:
+        return [{"point": self.hooks[KILL_AT_ENV], "action": "kill"}] if self.fires else []
+
+
+class FakeLoaders:
+    def __init__(self, hooks: dict[str, str], fires: bool = True) -> None:
+        self.fires = fires
+        self.current = FakeStart(hooks, fires)
+        self.armed: dict[str, str] = {}
+        self.log: list[str] = []
+
+    @property
+    def hooks(self) -> dict[str, str]:
+        return self.current.hooks
+
+    def arm(self, hooks: dict[str, str], expect_codes: tuple[int, ...] = ()) -> None:
+        self.armed = dict(hooks)
+        self.log.append(f"arm {hooks} {expect_codes}")
+
+    def kill(self) -> int:
+        self.log.append("kill")
+        return 42
+
+    def start(self, *, wait: bool = True) -> float:
+        self.current, self.armed = FakeStart(self.armed, self.fires), {}
+        self.log.append(f"start {self.current.hooks}")
+        return 0.0
+
+
+def point_kill(loaders: FakeLoaders, point: str) -> dict[str, object]:
+    from harness.scenarios.faults.loader import KillLoader, KillLoaderParams
+
+    fault = KillLoader(KillLoaderParams(at=point, commit_timeout_s=0.1), random.Random(0))  # type: ignore[arg-type]
+    assert fault.unpaced  # it waits for its point, not for a commit
+    return dict(fault.inject(SimpleNamespace(loaders=loaders)))
+
+
+def test_a_point_kill_armed_on_the_start_before_it_waits_for_that_start() -> None:
+    loaders = FakeLoaders({KILL_AT_ENV: "write"})
+    facts = point_kill(loaders, "write")
+    assert facts["landed"] == "write" and facts["self_killed"] and facts["pid"] is None
+    assert loaders.log == []  # no restart: the armed start carries it
+
+
+def test_a_point_kill_on_an_unarmed_loader_restarts_it_armed() -> None:
+    loaders = FakeLoaders({})
+    facts = point_kill(loaders, "commit_sent")
+    assert facts["landed"] == "commit_sent"
+    assert loaders.log == [
+        "kill",
+        "arm {'ICEFLOE_TEST_KILL_AT': 'commit_sent'} (-9,)",
+        "start {'ICEFLOE_TEST_KILL_AT': 'commit_sent'}",
+    ]
+
+
+def test_a_point_that_is_never_reached_is_killed_from_outside_and_not_landed() -> None:
+    loaders = FakeLoaders({KILL_AT_ENV: "committed"}, fires=False)
+    facts = point_kill(loaders, "committed")
+    assert facts["landed"] is None and not facts["self_killed"] and facts["pid"] == 42
