@@ -15,6 +15,7 @@ directly. Three promises are checked on the real stack:
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -74,19 +75,22 @@ def test_lost_commit_answers_on_a_quarter_of_commits_lose_and_duplicate_nothing(
         Rule("refuse", path=commits, times=None, probability=0.02, drop=True),
         Rule("deliver_late", path=commits, times=None, probability=0.02, late_s=2.0),
         Rule("delay", path=commits, times=None, probability=0.02, answer_delay_ms=6_000),
+        Rule("black_hole", path=commits, times=None, probability=0.01, hold_s=40.0),
     ]
-    rows = [v for _, v in reference_values(6000, seed=28)]
+    # 100 rows every half second: a minute in CI; ICEFLOE_WIRE_SECONDS=240 for four minutes.
+    seconds = float(os.environ.get("ICEFLOE_WIRE_SECONDS", "60"))
+    total = 100 * int(seconds * 2)
+    rows = [v for _, v in reference_values(total, seed=28)]
     produce(topic, rows[:100], partition=0)
     loader = LoaderProcess(path, log)
     try:
         wait_until(lambda: counts(stack, table)[0] > 0, 180, "the first commit")
         for rule in faults:
             proxy.add(rule)
-        # Steady publishing: 100 rows every half second, a minute long.
         for i in range(100, len(rows), 100):
             produce(topic, rows[i : i + 100], partition=(i // 100) % 2)
             time.sleep(0.5)
-        wait_until(lambda: counts(stack, table)[0] >= 6000, 240, "all 6,000 rows")
+        wait_until(lambda: counts(stack, table)[0] >= total, 240, f"all {total} rows")
         time.sleep(3)
         assert loader.proc.poll() is None, f"the loader exited:\n{loader.tail()}"
     finally:
@@ -95,9 +99,13 @@ def test_lost_commit_answers_on_a_quarter_of_commits_lose_and_duplicate_nothing(
     fired = Counter(f.mode for f in proxy.fired)
     applied = sum(1 for f in proxy.fired if f.applied)
     assert sum(fired.values()) >= 5, f"too few faults landed to prove anything: {fired}"
-    assert counts(stack, table) == (6000, 6000), f"faults: {fired}, applied {applied}"
+    assert counts(stack, table) == (total, total), f"faults: {fired}, applied {applied}"
     assert added_twice(iceberg_catalog, table) == {}
     text = log.read_text()
+    print(
+        f"{total} rows, {text.count(': committed ')} commits, "
+        f"faults {dict(fired)}, applied {applied}"
+    )
     if any(f.applied for f in proxy.fired if f.mode != "delay"):
         assert "the answer was lost" in text or "trying again" in text, text[-3000:]
 
