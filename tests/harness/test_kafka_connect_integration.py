@@ -123,3 +123,42 @@ def _ends(stack: Any, topic: str) -> dict[int, int]:
         return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), 30)[1] for p in (0, 1)}
     finally:
         consumer.close()
+
+
+def test_a_second_worker_of_the_same_connector_joins_its_group_and_loads_once(
+    stack: Any, table_factory: Any, topic_factory: Any, tmp_path: Path
+) -> None:
+    table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory(partitions=2)
+    expected = verify.read_ledgers([_publish(stack, topic, tmp_path, seed=33, count=5_000)])[
+        0
+    ].valid_event_ids()
+    settings = KafkaConnectSettings(name=unique_name("kc"), table=table, topics=(topic,))
+    first = KafkaConnectSink(settings, stack, tmp_path / "first")
+    second = KafkaConnectSink(settings, stack, tmp_path / "second")
+    with first, second:
+        first.start()
+        second.start()
+        assert first.rest_port != second.rest_port
+        _wait(
+            lambda: _members(stack, settings.consumer_group) == 4,
+            90,
+            "both workers' two tasks in one consumer group",
+            second,
+        )
+        _wait(
+            lambda: (
+                not verify.compare_rows(verify.table_event_ids(stack.query, table), expected).lost
+            ),
+            180,
+            "every row",
+            second,
+        )
+        assert first.health().healthy and second.health().healthy
+    verdict = verify.compare_rows(verify.table_event_ids(stack.query, table), expected)
+    assert verdict.exactly_once, verdict
+
+
+def _members(stack: Any, group: str) -> int:
+    admin = stack.kafka_admin()  # held: a client collected early leaves its futures unanswered
+    futures = admin.describe_consumer_groups([group], request_timeout=10)
+    return len(futures[group].result(timeout=10).members)
