@@ -82,6 +82,8 @@ def test_errors_that_are_not_the_networks_are_not_retried(exc: Exception) -> Non
 
 
 class Clock:
+    """Monotonic time that moves only when someone sleeps."""
+
     def __init__(self) -> None:
         self.now = 0.0
 

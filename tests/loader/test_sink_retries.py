@@ -18,19 +18,7 @@ from loader.errors import Fenced
 from loader.metrics import LoaderMetrics
 from loader.retry import Patience, Stalled
 from loader.sink import MAX_ATTEMPTS, MAX_REPLANS, BatchSink, _WriteFailed
-
-
-class Clock:
-    """Monotonic time that moves only when someone sleeps."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
+from tests.loader.test_retry import Clock
 
 
 def state(schema_id: int, owner: str = "me") -> Any:
