@@ -70,6 +70,11 @@ class DeadLetter:
         except (KeyError, ValueError):
             return None
 
+    @property
+    def loader_id(self) -> str | None:
+        """The loader that sent it, if the headers say."""
+        return self.headers.get(keys.DLQ_LOADER_ID)
+
 
 @dataclass(frozen=True)
 class Observed:
@@ -259,7 +264,8 @@ def check_dead_letter(
     Params:
         kinds: malformation names that must each have been sent (else ``unknown``).
         check_path: also compare the reported field path with the ledger's target.
-        max_copies: letters allowed per source message (default 1: each sent once).
+        max_copies: letters allowed per source message (default 1: each sent once); a second
+            copy may only come from another loader id.
 
     Returns:
         ``invalid`` with ``lost`` (malformed message not dead-lettered), ``misrouted`` (valid
@@ -300,7 +306,8 @@ def check_dead_letter(
         if observed.table_counts.get(e.event_id):
             found.add("misrouted", f"malformed {_where(e)} ({e.kind}) in the table")
     duplicated = duplicated_dead_letters(
-        {s: len(v) for s, v in by_source.items()}, int(params.get("max_copies", 1))
+        {s: [d.loader_id for d in v] for s, v in by_source.items()},
+        int(params.get("max_copies", 1)),
     )
     for (topic, partition, offset), n in duplicated.items():
         found.add("duplicated_dead_letter", f"{topic}/{partition}@{offset} x{n}")
@@ -328,18 +335,27 @@ def check_dead_letter(
 
 
 def duplicated_dead_letters(
-    per_source: Mapping[tuple[str, int, int], int], max_copies: int = 1
+    per_source: Mapping[tuple[str, int, int], Sequence[str | None]], max_copies: int = 1
 ) -> dict[tuple[str, int, int], int]:
     """Source messages dead-lettered more often than allowed.
 
+    A source is over when it has more than ``max_copies`` letters, or when one loader id sent
+    it twice: a second copy is only ever allowed from another loader (a frozen loader's letters
+    sent again by its successor), never from a loader repeating itself.
+
     Args:
-        per_source: Letters per source (topic, partition, offset).
+        per_source: The loader id of each letter (``None`` when unnamed), per source
+            (topic, partition, offset).
         max_copies: Letters allowed per source.
 
     Returns:
-        Source to its letter count, for those over ``max_copies``, sorted.
+        Source to its letter count, for those over, sorted.
     """
-    return {s: n for s, n in sorted(per_source.items()) if n > max_copies}
+    return {
+        s: len(ids)
+        for s, ids in sorted(per_source.items())
+        if len(ids) > max_copies or len(set(ids)) < len(ids)
+    }
 
 
 @checker("retention")

@@ -19,7 +19,7 @@ not be in Kafka: it may be in the table once, or not at all, never twice.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -243,7 +243,8 @@ def check_dead_letters_match_ledger(
     """The dead-letter topic holds every malformed delivered message once, and nothing else.
 
     Params:
-        max_copies: letters allowed per source message (default 1).
+        max_copies: letters allowed per source message (default 1); a second copy may only
+            come from another loader id (a zombie's letters sent again by its successor).
 
     Returns:
         ``invalid`` with ``lost`` (a malformed message not dead-lettered), ``misrouted`` (a
@@ -253,7 +254,10 @@ def check_dead_letters_match_ledger(
         was read (nothing was compared).
     """
     letters = observed.dead_letters or dead_letters(history)
-    per_source = Counter(d.source for d in letters if d.source is not None)
+    per_source: dict[tuple[str, int, int], list[str | None]] = defaultdict(list)
+    for d in letters:
+        if d.source is not None:
+            per_source[d.source].append(d.loader_id)
     sources = set(per_source)
     index = LedgerIndex(ledger)
     found = Found()

@@ -121,8 +121,17 @@ def test_dead_letter_sent_twice_is_flagged_with_its_count() -> None:
     assert result.verdict == INVALID and result.stats["redelivered"] == 2
     anomaly = result.anomalies["duplicated_dead_letter"]
     assert anomaly.count == 1 and anomaly.examples == [f"{TOPIC}/0@1 x3"]
-    bounded = run_check(
+    # A bound lets other loaders send a letter again (a zombie's successor), never one loader.
+    same = run_check(
         "dead_letter", EMPTY, MIXED, Observed({"id-0": 1, "id-3": 1}, letters), {"max_copies": 3}
+    )
+    assert same.anomalies["duplicated_dead_letter"].count == 1
+    one = letters[0]
+    others = [
+        DeadLetter(0, 1, {**one.headers, keys.DLQ_LOADER_ID: loader}) for loader in "abc"
+    ] + letters[3:]
+    bounded = run_check(
+        "dead_letter", EMPTY, MIXED, Observed({"id-0": 1, "id-3": 1}, others), {"max_copies": 3}
     )
     assert bounded.ok
 

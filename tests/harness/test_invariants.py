@@ -120,6 +120,25 @@ def test_dead_letters_counted_per_source() -> None:
     assert result.anomalies["duplicated_dead_letter"].examples == [f"{TOPIC}/0@3 x2"]
 
 
+def test_a_second_dead_letter_copy_only_from_another_loader() -> None:
+    """With ``max_copies = 2``, a zombie's letter sent again by its successor passes; the same
+    loader sending it twice does not, nor do three copies."""
+
+    def by(seq: int, loader: str) -> dict[str, Any]:
+        doc = letter(seq)
+        doc["headers"] = {**doc["headers"], "icefloe.loader-id": loader}
+        return doc
+
+    def run(*letters: dict[str, Any]) -> Any:
+        history = hist(("read", "ok", "dead_letters", {"values": list(letters)}))
+        observed = Observed({}, dead_letters(history))
+        return run_check("dead_letters_match_ledger", history, LEDGER, observed, {"max_copies": 2})
+
+    assert run(by(3, "a"), by(3, "b")).verdict == VALID
+    assert "duplicated_dead_letter" in run(by(3, "a"), by(3, "a")).anomalies
+    assert "duplicated_dead_letter" in run(by(3, "a"), by(3, "b"), by(3, "c")).anomalies
+
+
 def test_dead_letters_lost_and_misrouted() -> None:
     lost = check("dead_letters_match_ledger", hist(("read", "ok", "dead_letters", {"values": []})))
     assert "lost" in lost.anomalies
