@@ -360,6 +360,7 @@ class KafkaConnectSink:
         self.tasks_max = settings.tasks_max or 0
         self.starts = 0
         self.started_at: float | None = None
+        self.created_topics: list[str] = []
 
     # -- where things are ----------------------------------------------------
 
@@ -629,4 +630,18 @@ class KafkaConnectSink:
             except Exception as exc:  # created meanwhile by a second worker: fine
                 if "TOPIC_ALREADY_EXISTS" not in str(exc):
                     raise
+            self.created_topics.append(topic)
             self.history.record("loader", "info", "topic_created", topic=topic)
+
+    def delete_created_topics(self) -> None:
+        """Delete the topics this object created (its control topic, a dead-letter topic).
+
+        Raises:
+            confluent_kafka.KafkaException: the broker refused.
+        """
+        if not self.created_topics:
+            return
+        admin = self.stack.kafka_admin()
+        for future in admin.delete_topics(self.created_topics, operation_timeout=30).values():
+            future.result(timeout=30)
+        self.created_topics.clear()

@@ -108,6 +108,7 @@ def test_the_sink_loads_every_row_and_loses_none_to_a_kill_9(
         took = time.monotonic() - restarted
         print(f"after kill -9: every row visible {took:.1f} s after the restart")
 
+    sink.delete_created_topics()
     verdict = verify.compare_rows(verify.table_event_ids(stack.query, table), expected)
     assert not verdict.lost and not verdict.unexpected, verdict
     # Exactly-once is the sink's claim; a duplicate here is a finding about the sink.
@@ -154,6 +155,8 @@ def test_a_second_worker_of_the_same_connector_joins_its_group_and_loads_once(
             second,
         )
         assert first.health().healthy and second.health().healthy
+    first.delete_created_topics()  # the second found the control topic there
+    assert not second.created_topics
     verdict = verify.compare_rows(verify.table_event_ids(stack.query, table), expected)
     assert verdict.exactly_once, verdict
 
