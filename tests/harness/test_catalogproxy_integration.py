@@ -27,7 +27,7 @@ def proxy(stack: Any) -> Iterator[CatalogProxy]:
         yield running
 
 
-def _catalog(stack: Any, uri: str) -> Any:
+def _catalog(stack: Any, uri: str, **extra: str) -> Any:
     from pyiceberg.catalog import load_catalog
 
     return load_catalog(
@@ -39,6 +39,7 @@ def _catalog(stack: Any, uri: str) -> Any:
             keys.PYICEBERG_S3_ACCESS_KEY: stack.credentials.access_key,
             keys.PYICEBERG_S3_SECRET_KEY: stack.credentials.secret_key.reveal(),
             keys.PYICEBERG_S3_REGION: keys.S3_REGION,
+            **extra,
         },
     )
 
@@ -196,3 +197,19 @@ def test_a_failed_table_load_is_not_retried_by_pyiceberg(
     assert type(caught.value).__name__ == error
     assert len(table.proxy.fired_by(fault.name)) == 1
     assert table.proxy.fired_by(counter.name) == []  # not sent again
+
+
+def test_pyiceberg_has_no_timeout_setting(stack: Any, table: Table, proxy: CatalogProxy) -> None:
+    import pyarrow as pa
+    import requests
+
+    # pyiceberg 0.12 passes no timeout to its requests session and reads no property for one:
+    # a ``timeout`` property changes nothing, the commit waits for as long as the proxy holds.
+    timed = _catalog(stack, proxy.url, timeout="1")
+    proxy.add(Rule("black_hole", hold_s=4.0))
+    writer = timed.load_table(table.ident)
+    began = time.monotonic()
+    with pytest.raises(requests.exceptions.ConnectionError):
+        writer.append(pa.table({"id": [1]}, schema=table.schema))
+    assert time.monotonic() - began >= 4.0
+    assert table.snapshots() == 0

@@ -32,6 +32,9 @@ pytestmark = [
 ]
 
 CATALOG = "px"
+TIMED = "pxt"
+"""The same catalog with the REST client's timeouts set (2 s to connect, 2 s to read)."""
+TIMEOUT_MS = 2000
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +66,22 @@ def spark(stack: Any, proxy: CatalogProxy, tmp_path_factory: pytest.TempPathFact
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("OFF")
-    base = f"spark.sql.catalog.{CATALOG}"
+    for name, extra in {
+        CATALOG: {},
+        TIMED: {
+            "rest.client.socket-timeout-ms": str(TIMEOUT_MS),
+            "rest.client.connection-timeout-ms": str(TIMEOUT_MS),
+        },
+    }.items():
+        _define(session, stack, proxy, name, extra)
+    yield session
+    session.stop()
+
+
+def _define(
+    session: Any, stack: Any, proxy: CatalogProxy, name: str, extra: dict[str, str]
+) -> None:
+    base = f"spark.sql.catalog.{name}"
     for key, value in {
         base: "org.apache.iceberg.spark.SparkCatalog",
         f"{base}.type": "rest",
@@ -76,10 +94,9 @@ def spark(stack: Any, proxy: CatalogProxy, tmp_path_factory: pytest.TempPathFact
         f"{base}.s3.access-key-id": stack.credentials.access_key,
         f"{base}.s3.secret-access-key": stack.credentials.secret_key.reveal(),
         f"{base}.warehouse": f"s3://{keys.WAREHOUSE_BUCKET}/",
+        **{f"{base}.{key}": value for key, value in extra.items()},
     }.items():
         session.conf.set(key, value)
-    yield session
-    session.stop()
 
 
 def java_chain(error: BaseException) -> list[str]:
@@ -120,7 +137,7 @@ class Table:
     def snapshots(self) -> int:
         return len(self.direct.load_table(self.ident).metadata.snapshots)
 
-    def insert(self, rule: Rule) -> Outcome:
+    def insert(self, rule: Rule, catalog: str = CATALOG) -> Outcome:
         """One INSERT under ``rule`` (and a counter of the requests it sends again)."""
         fault = self.proxy.add(rule)
         counter = self.proxy.add(
@@ -132,7 +149,7 @@ class Table:
         errors: list[str] = []
         try:
             self.spark.sql(
-                f"INSERT INTO {CATALOG}.{self.ident[0]}.{self.ident[1]} VALUES ({self.rows})"
+                f"INSERT INTO {catalog}.{self.ident[0]}.{self.ident[1]} VALUES ({self.rows})"
             ).collect()
         except Exception as exc:  # what the client raised is the outcome
             errors = java_chain(exc) or [type(exc).__name__]
@@ -218,3 +235,19 @@ def test_a_failed_table_load_is_retried_by_the_client(table: Table, rule: Rule) 
     outcome = table.insert(rule)
     assert (outcome.errors, outcome.landed, outcome.fired) == ([], 1, 1)
     assert outcome.resent >= 1  # the load again (among the write's other loads)
+
+
+def test_with_a_read_timeout_a_black_holed_commit_fails_in_time(table: Table) -> None:
+    outcome = table.insert(Rule("black_hole", hold_s=30.0), catalog=TIMED)
+    assert "SocketTimeoutException" in outcome.errors, outcome.errors
+    assert outcome.seconds < 10.0
+    assert (outcome.landed, outcome.resent) == (0, 0)
+
+
+def test_with_a_read_timeout_a_black_holed_load_is_not_retried(table: Table) -> None:
+    # A socket timeout is an InterruptedIOException, which the client's retry strategy never
+    # retries, even for an idempotent GET: the INSERT fails.
+    outcome = table.insert(Rule("black_hole", method="GET", hold_s=30.0), catalog=TIMED)
+    assert "SocketTimeoutException" in outcome.errors, outcome.errors
+    assert outcome.seconds < 10.0
+    assert outcome.landed == 0
