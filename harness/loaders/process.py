@@ -242,6 +242,7 @@ class LoaderProcess:
         self._watcher: threading.Thread | None = None
         self._expected_codes: set[int] = set()
         self._seen_pid: int | None = None
+        self._recorded_pid: int | None = None  # the last pid whose exit is recorded
         self.starts = 0
         self.hooks: dict[str, str] = {}
         self._began = 0.0  # monotonic time and log size of the last start
@@ -289,6 +290,9 @@ class LoaderProcess:
             env.setdefault("PYTHONUNBUFFERED", "1")
             for hook in (*HOOK_ENVS, TRACE_ENV):
                 env.pop(hook, None)
+            previous = self.process.started_pid
+            if previous not in (None, self._recorded_pid) and not self.process.is_running():
+                self._record_exit(previous)  # it ended since the watcher last looked
             self._settle_exited()
             self_kill = (
                 self.settings.kill_after_commit is not None
@@ -358,7 +362,9 @@ class LoaderProcess:
             if self.process.started_pid != pid:
                 raise RuntimeError("the loader was started again before it had started")
             if not self.process.is_running():
-                if self._expected_exit:  # killed or stopped by the harness while starting
+                # Killed or stopped by the harness while starting, or killed by a fault point
+                # armed for this start (``take_over``): no failed start.
+                if self._expected_exit or self.process.returncode() in self._expected_codes:
                     self.history.record("loader", "info", "start_interrupted", pid=pid)
                     raise RuntimeError("the loader was stopped while starting")
                 self.history.record("loader", "fail", "start", pid=pid, log=self.log_tail(20))
@@ -529,22 +535,28 @@ class LoaderProcess:
                 if running:
                     self._seen_pid = started if started is not None else seen_pid
                 elif started is not None and seen_pid == started:
-                    code = self.process.returncode()
-                    expected = self._expected_exit or code in self._expected_codes
-                    self.history.record(
-                        "loader",
-                        "info",
-                        "exit",
-                        pid=seen_pid,
-                        code=code,
-                        expected=expected,
-                        message="" if expected else self.log_tail(30),
-                    )
-                    self._seen_pid = None
-                    self._settle_exited()
+                    expected = self._record_exit(started)
                     if not expected and self.restart_on_exit and self._watching:
                         threading.Thread(target=self._restart_later, daemon=True).start()
             time.sleep(0.2)
+
+    def _record_exit(self, pid: int) -> bool:
+        """Record the exit of the last process started (pid ``pid``); True if expected."""
+        code = self.process.returncode()
+        expected = self._expected_exit or code in self._expected_codes
+        self.history.record(
+            "loader",
+            "info",
+            "exit",
+            pid=pid,
+            code=code,
+            expected=expected,
+            message="" if expected else self.log_tail(30),
+        )
+        self._seen_pid = None
+        self._recorded_pid = pid
+        self._settle_exited()
+        return expected
 
     def _restart_later(self) -> None:
         time.sleep(2.0)

@@ -9,8 +9,10 @@ import random
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
-from harness.loaders.process import LoaderProcess, _Start, armed_fault
+from harness.loaders import process as loader_process
+from harness.loaders.process import LoaderProcess, LoaderSettings, _Start, armed_fault
 from harness.scenarios.history import History, select
 from loader.faultpoints import KILL_AT_ENV, PAUSE_AT_ENV, TRACE_ENV
 
@@ -135,3 +137,35 @@ def test_a_point_that_is_never_reached_is_killed_from_outside_and_not_landed() -
     loaders = FakeLoaders({KILL_AT_ENV: "committed"}, fires=False)
     facts = point_kill(loaders, "committed")
     assert facts["landed"] is None and not facts["self_killed"] and facts["pid"] == 42
+
+
+def test_an_exit_the_watcher_did_not_see_is_recorded_by_the_next_start(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A start that follows an exit at once (a heal restarting a loader that killed itself at
+    a point) records that exit and where its fault landed, even when the watcher never
+    looked in between (here it never looks: it is not started)."""
+    config = SimpleNamespace(
+        to_toml=lambda: "not = [valid\n",  # the loader refuses it and exits at once
+        trigger_interval=1.0,
+        exactly_once=True,
+        fencing=True,
+        dead_letter_topic=None,
+    )
+    monkeypatch.setattr(loader_process, "loader_config", lambda *args: config)
+    monkeypatch.setattr(LoaderProcess, "_ensure_watcher", lambda self: None)
+    stack = SimpleNamespace(credentials=SimpleNamespace(secret_key=SimpleNamespace(reveal=str)))
+    settings = LoaderSettings("l", "lake.s.t", ("t",))
+    loader = LoaderProcess(settings, stack, tmp_path, History())
+    loader.start(wait=False, hooks={KILL_AT_ENV: "planned"})
+    first = loader.process.started_pid
+    assert loader.process.wait_exit(60.0)
+    loader.start(wait=False)
+    assert loader.process.wait_exit(60.0)
+    (exit_,) = select(loader.history, "loader", "exit")
+    assert exit_.data["pid"] == first and exit_.data["code"] != 0 and not exit_.data["expected"]
+    assert "ConfigError: invalid TOML" in exit_.data["message"]  # its log tail, kept
+    (missed,) = select(loader.history, "loader", "fault_not_landed")
+    assert missed.data["pid"] == first and missed.data["start"] == 1
+    loader.close()  # the second start's exit: recorded when it is settled, never twice
+    assert len(select(loader.history, "loader", "fault_not_landed")) == 1
