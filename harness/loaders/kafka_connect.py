@@ -47,6 +47,7 @@ from harness.stack import keys
 from harness.stack.ports import free_port
 from harness.stack.process import ManagedProcess
 from harness.stack.service import write_properties
+from loader import keys as loader_keys
 
 CONNECTOR_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
 STANDALONE_CLASS = "org.apache.kafka.connect.cli.ConnectStandalone"
@@ -226,6 +227,31 @@ def parse_status(doc: Mapping[str, Any], expected_tasks: int) -> ConnectorHealth
         expected_tasks=expected_tasks,
         traces=traces,
     )
+
+
+CONNECT_ERROR_TOPIC = "__connect.errors.topic"
+CONNECT_ERROR_PARTITION = "__connect.errors.partition"
+CONNECT_ERROR_OFFSET = "__connect.errors.offset"
+CONNECT_ERROR_CLASS = "__connect.errors.exception.class.name"
+"""Context headers Connect puts on a dead letter (``errors.deadletterqueue.context.headers``)."""
+
+
+def dead_letter_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """A Connect dead letter's headers as icefloe's loader names them, for ``harness.verify``.
+
+    Args:
+        headers: One dead letter's headers (``harness.verify.read_dead_letters``).
+
+    Returns:
+        Its source topic, partition and offset and its error kind (the exception's class)
+        under the keys ``harness.verify.compare_dead_letters`` reads.
+    """
+    return {
+        loader_keys.DLQ_SOURCE_TOPIC: headers.get(CONNECT_ERROR_TOPIC, ""),
+        loader_keys.DLQ_SOURCE_PARTITION: headers.get(CONNECT_ERROR_PARTITION, "-1"),
+        loader_keys.DLQ_SOURCE_OFFSET: headers.get(CONNECT_ERROR_OFFSET, "-1"),
+        loader_keys.DLQ_ERROR_KIND: headers.get(CONNECT_ERROR_CLASS, "?"),
+    }
 
 
 def worker_properties(

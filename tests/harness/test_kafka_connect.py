@@ -12,6 +12,7 @@ from harness.loaders.kafka_connect import (
     ENV_S3_SECRET_KEY,
     KafkaConnectSettings,
     connector_properties,
+    dead_letter_headers,
     parse_status,
     worker_properties,
 )
@@ -164,3 +165,26 @@ def test_provisioned_folders_are_versioned_and_not_provisioned_in_an_empty_cache
     assert jars.plugin_path / PLUGIN_NAME != jars.sink_lib
     assert not jars.is_provisioned()
     assert jars.provision_seconds() is None
+
+
+def test_connect_dead_letters_read_as_the_loaders_for_the_verify_function() -> None:
+    from harness.verify import compare_dead_letters
+    from publisher.ledger import Ledger, LedgerEntry
+
+    letter = {
+        "__connect.errors.topic": "events",
+        "__connect.errors.partition": "1",
+        "__connect.errors.offset": "7",
+        "__connect.errors.exception.class.name": "org.apache.kafka.connect.errors.DataException",
+    }
+    headers = dead_letter_headers(letter)
+    entry = LedgerEntry.from_json(
+        {"seq": 0, "event_id": "e", "status": "malformed", "kind": "invalid_json",
+         "topic": "events", "partition": 1, "offset": 7}
+    )  # fmt: skip
+    ledger = Ledger(Path("l.jsonl"), {}, (entry,))
+    verdict = compare_dead_letters([headers], [ledger])
+    assert verdict.complete and verdict.distinct == 1
+    assert verdict.kinds == {"org.apache.kafka.connect.errors.DataException": 1}
+    # A letter without Connect's headers matches nothing: the ledger's letter is lost.
+    assert compare_dead_letters([dead_letter_headers({})], [ledger]).lost

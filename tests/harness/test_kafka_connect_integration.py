@@ -18,7 +18,11 @@ from typing import Any
 import pytest
 
 from harness import verify
-from harness.loaders.kafka_connect import KafkaConnectSettings, KafkaConnectSink
+from harness.loaders.kafka_connect import (
+    KafkaConnectSettings,
+    KafkaConnectSink,
+    dead_letter_headers,
+)
 from harness.pytest_plugin import unique_name
 from harness.stack.tables import EVENT_ID_COLUMN
 from publisher.clock import ClockConfig
@@ -31,16 +35,21 @@ ROWS = 20_000
 LATER_ROWS = 5_000
 
 
-def _publish(stack: Any, topic: str, work: Path, seed: int, count: int) -> Path:
+def _publish(
+    stack: Any, topic: str, work: Path, seed: int, count: int, malformed: float = 0.0
+) -> Path:
     generation = GenerationConfig(
         seed=seed,
         clock=ClockConfig(anchor=dt.datetime.now(dt.UTC), window_days=1),
         partitions=(0, 1),
+        malformed_fraction=malformed,
+        malformed_kinds=("invalid_json", "truncated_json") if malformed else (),
     )
     config = PublisherConfig(generation=generation, ledger_dir=work, progress=False)
     ledger = work / f"{topic}-{seed}.jsonl"
     result = Publisher(stack.bootstrap_servers, topic, config).publish(count, ledger_path=ledger)
-    assert result.valid == count, result
+    assert result.valid + result.malformed == count and result.failed == 0, result
+    assert bool(result.malformed) == bool(malformed), result
     return ledger
 
 
@@ -165,3 +174,33 @@ def _members(stack: Any, group: str) -> int:
     admin = stack.kafka_admin()  # held: a client collected early leaves its futures unanswered
     futures = admin.describe_consumer_groups([group], request_timeout=10)
     return len(futures[group].result(timeout=10).members)
+
+
+def test_what_the_converter_cannot_read_goes_to_the_dead_letter_topic(
+    stack: Any, table_factory: Any, topic_factory: Any, tmp_path: Path
+) -> None:
+    table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory(partitions=2)
+    dead_letters = topic_factory(partitions=1, prefix="dlq")
+    ledger = verify.read_ledgers([_publish(stack, topic, tmp_path, 34, 2_000, malformed=0.05)])
+    expected = ledger[0].valid_event_ids()
+    settings = KafkaConnectSettings(
+        name=unique_name("kc"), table=table, topics=(topic,), dead_letter_topic=dead_letters
+    )
+    with KafkaConnectSink(settings, stack, tmp_path / "connect") as sink:
+        sink.start()
+        _wait(
+            lambda: (
+                not verify.compare_rows(verify.table_event_ids(stack.query, table), expected).lost
+            ),
+            120,
+            "every valid row",
+            sink,
+        )
+        assert sink.health().healthy, "errors.tolerance=all: the tasks run on"
+        letters = [dead_letter_headers(h) for h in verify.read_dead_letters(stack, dead_letters)]
+    sink.delete_created_topics()
+    rows = verify.compare_rows(verify.table_event_ids(stack.query, table), expected)
+    assert rows.exactly_once, rows
+    verdict = verify.compare_dead_letters(letters, ledger)
+    assert verdict.expected > 0 and verdict.complete, verdict
+    assert verdict.letters == verdict.expected, verdict
