@@ -519,3 +519,26 @@ def test_a_black_hole_ends_when_the_client_gives_up(proxy: CatalogProxy, fake: F
     (fired,) = proxy.wait_fired(1, timeout_s=5, rule=rule.name)
     assert fired.seconds < 2.0 and fired.answered is None
     assert proxy.rules[0][0].name == rule.name  # still armed: only that request ended
+
+
+def test_a_run_gets_a_catalog_proxy_in_front_of_its_catalog(fake: FakeCatalog) -> None:
+    from types import SimpleNamespace
+
+    from harness.scenarios.faults.commits import attach_catalog_proxy
+
+    run: Any = _Run(None)
+    run.stack = SimpleNamespace(catalog_uri=fake.url)
+    run.seed = 5
+    proxy = attach_catalog_proxy(run)
+    try:
+        assert run.catalog_proxy is proxy and proxy.history is run.history
+        fault = _fault(mode="refuse")
+        fault.inject(run)
+        conn = connect(proxy)
+        try:
+            assert post(conn)[0] == 503
+        finally:
+            conn.close()
+        assert fault.heal(run)["not_applied"] == 1
+    finally:
+        proxy.stop()

@@ -5,8 +5,8 @@ needs to provoke is the case a TCP fault cannot: the commit applied, and the loa
 something else (nothing, a 5xx, a 504 now and the commit later). ``catalog_http`` arms a
 rule on the run's catalog proxy (``harness.stack.catalogproxy.CatalogProxy``, the
 ``catalog_proxy`` attribute of the run, which the loader under test must use as its
-catalog URL; a run without one skips the fault) and disarms it when healed, which also
-releases a black hole's held requests.
+catalog URL; :func:`attach_catalog_proxy` starts one; a run without one skips the fault) and
+disarms it when healed, which also releases a black hole's held requests.
 
 Each request the rule fires on is recorded by the proxy as a ``catalog_proxy.fired`` event
 in the run's history, with whether the catalog applied it and its real status; the heal
@@ -30,7 +30,7 @@ from harness.stack.catalogproxy import (
     Rule,
 )
 
-__all__ = ["TARGETS", "CatalogHttp", "CatalogHttpParams", "catalog_proxy"]
+__all__ = ["TARGETS", "CatalogHttp", "CatalogHttpParams", "attach_catalog_proxy", "catalog_proxy"]
 
 Target = Literal["commit", "transaction", "load", "any"]
 TARGETS: dict[str, tuple[str, str]] = {
@@ -128,6 +128,29 @@ def catalog_proxy(run: Any) -> CatalogProxy:
     if proxy.history is None:
         proxy.history = run.history
     return proxy  # type: ignore[no-any-return]
+
+
+def attach_catalog_proxy(run: Any, port: int = 0) -> CatalogProxy:
+    """Start a catalog proxy in front of the run's catalog and make it the run's.
+
+    The loader under test must then be given ``proxy.url`` as its ``[catalog] uri``; the
+    caller stops the proxy when the run ends (``proxy.stop()``).
+
+    Args:
+        run: A ``harness.scenarios.engine.Run`` (its stack, history and seed are used).
+        port: Port to listen on (0: any free one).
+
+    Returns:
+        The started proxy, also set as ``run.catalog_proxy``.
+
+    Raises:
+        OSError: The port cannot be bound.
+    """
+    proxy = CatalogProxy(
+        run.stack.catalog_uri, port=port, history=run.history, seed=getattr(run, "seed", 0)
+    )
+    run.catalog_proxy = proxy.start()
+    return proxy
 
 
 _RULES = iter(range(1, 1 << 62))
