@@ -67,6 +67,7 @@ class DeadLetterVerdict:
         lost: expected coordinates missing from the topic.
         misrouted: coordinates of valid messages found in the topic.
         kinds: dead letters per error kind (the loader's ``icefloe.error.kind``).
+        duplicated: (coordinates, letters) of each source dead-lettered more than once.
     """
 
     letters: int
@@ -75,6 +76,7 @@ class DeadLetterVerdict:
     lost: tuple[tuple[str, int, int], ...]
     misrouted: tuple[tuple[str, int, int], ...]
     kinds: Mapping[str, int]
+    duplicated: tuple[tuple[tuple[str, int, int], int], ...] = ()
 
     @property
     def complete(self) -> bool:
@@ -135,7 +137,8 @@ def compare_dead_letters(
             int(headers.get(keys.DLQ_SOURCE_OFFSET, -1)),
         )
 
-    found = {coordinates(h) for h in letters}
+    per_source = Counter(coordinates(h) for h in letters)
+    found = set(per_source)
     malformed: set[tuple[str, int, int]] = set()
     valid: set[tuple[str, int, int]] = set()
     for ledger in ledgers:
@@ -150,6 +153,7 @@ def compare_dead_letters(
         lost=tuple(sorted(malformed - found)),
         misrouted=tuple(sorted(found & valid)),
         kinds=dict(Counter(h.get(keys.DLQ_ERROR_KIND, "?") for h in letters)),
+        duplicated=tuple(sorted((c, n) for c, n in per_source.items() if n > 1)),
     )
 
 

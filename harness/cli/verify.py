@@ -70,8 +70,13 @@ def run(args: argparse.Namespace) -> int:
             ("malformed messages published", f"{letters.expected:,}", ""),
             ("malformed not dead-lettered", f"{len(letters.lost):,}", _examples(letters.lost)),
             ("valid but dead-lettered", f"{len(letters.misrouted):,}", ""),
+            (
+                "dead-lettered more than once",
+                f"{len(letters.duplicated):,}",
+                _examples(tuple(f"{c} x{n}" for c, n in letters.duplicated)),
+            ),
         ]
-        ok = ok and letters.complete
+        ok = ok and letters.complete and not letters.duplicated
     print_table(("check", "count", "detail"), checks)
     say("[green]exactly once[/]" if ok else "[red]NOT exactly once[/]")
     return 0 if ok else 1

@@ -55,6 +55,9 @@ def test_dead_letters_complete_even_with_duplicates(tmp_path: Path) -> None:
     verdict = compare_dead_letters(letters, [_ledger(tmp_path)])
     assert verdict.complete and verdict.letters == 3 and verdict.distinct == 2
     assert verdict.kinds == {"invalid_json": 2, "type_mismatch": 1}
+    assert verdict.duplicated == ((("t", 0, 11), 2),)  # counted per source, not folded away
+    once = compare_dead_letters([_letter(0, 11), _letter(1, 5)], [_ledger(tmp_path)])
+    assert once.complete and once.duplicated == ()
 
 
 def test_missing_and_misrouted_dead_letters_are_named(tmp_path: Path) -> None:
