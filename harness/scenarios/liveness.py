@@ -11,7 +11,8 @@ from the history alone:
   summary naming a loader) was committed in it, *exited* if a loader exited with a non-zero
   code in it (or had exited so before and was not started again);
 - it is *cut* (not judged) if the harness itself stopped, killed or froze the loader, or
-  injected another fault, before the bound ran out, or the history ends first;
+  injected another fault that may stop it (any lane but those of :data:`IGNORED_LANES`),
+  before the bound ran out, or the history ends first;
 - it is *no_work* (not judged) if no valid message was published after the loader's last
   commit before the heal and up to half the bound after it: a loader with nothing to load
   need not commit;
@@ -43,8 +44,10 @@ __all__ = [
 ]
 
 DEFAULT_BOUND_S = 120.0
-IGNORED_LANES = ("traffic",)
-"""Lanes whose injections do not cut a window: traffic faults never stop a loader."""
+IGNORED_LANES = ("traffic", "schema", "maintenance", "topic")
+"""Lanes whose injections do not cut a window: traffic, a schema change, maintenance and new
+partitions never stop a loader for long (it plans again). Any other lane (the loader's, the
+services', faults on the wire) may keep it from committing: its injection ends the window."""
 
 RESUMED, EXITED, STALLED, CUT, NO_WORK = "resumed", "exited", "stalled", "cut", "no_work"
 
@@ -237,7 +240,8 @@ def check_liveness(
     Params:
         bound_s: the bound (default 120 s).
         faults: judge only the heals of these fault names (default: every fault).
-        ignore_lanes: lanes whose injections do not cut a window (default ``traffic``).
+        ignore_lanes: lanes whose injections do not cut a window (default
+            :data:`IGNORED_LANES`).
 
     Returns:
         ``invalid`` with ``stalled``; ``unknown`` when no heal could be judged (no fault

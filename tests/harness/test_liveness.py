@@ -131,3 +131,16 @@ def test_a_loader_that_had_exited_and_was_not_restarted_is_not_stalled() -> None
         bound_s=30.0,
     )
     assert windows[0].outcome == STALLED
+
+
+def test_a_schema_or_maintenance_fault_does_not_cut_the_window() -> None:
+    """Only faults that may stop a loader (its own, a service's, the wire's) end a window."""
+    end = (200.0, "info", "info", "end", {})
+    schema = fault(22, 23, "add_column", "schema")
+    events = [START, *fault(10, 20), *schema, commits(5, 80), end]
+    result = run(events, published(8, 12, 15))
+    assert result.anomalies["stalled"].count == 2  # both heals: nothing committed in 30 s
+    service = fault(22, 23, "pause_kafka", "infra")
+    events = [START, *fault(10, 20), *service, commits(5, 80), end]
+    result = run(events, published(8, 12, 15))
+    assert result.stats["cut"] == 1 and result.stats["stalled"] == 1
