@@ -4,6 +4,8 @@ A break (``[breaks.NAME]`` in the scenario file) changes the loader (e.g. ``exac
 false``), adds steps or mutates what was read back; the named check must then turn invalid
 with the named anomaly. These runs double the scenario time, so they are marked ``slow``:
 ``pytest -m slow tests/scenarios/test_breaks.py`` or ``icefloe scenario run --all --breaks``.
+The negative controls every CI run must prove run in their cheapest form, with fewer messages,
+in ``test_breaks_ci.py`` (not ``slow``).
 """
 
 from __future__ import annotations
