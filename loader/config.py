@@ -483,6 +483,13 @@ class LoaderConfig:
         help="publish a batch only while this loader owns the table; false appends straight "
         "to main, unfenced (demonstrations only)",
     )
+    resolve_lost_commits: bool = setting(
+        True,
+        codec=BOOLEAN,
+        help="read the table to learn whether a commit whose answer was lost landed; false "
+        "takes it as not landed and writes the batch again (demonstrations only: with "
+        "exactly_once = false that duplicates the batch)",
+    )
     progress_timeout: float = setting(
         DEFAULT_PROGRESS_TIMEOUT_S,
         codec=DURATION,

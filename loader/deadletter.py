@@ -83,16 +83,24 @@ class DeadLetterProducer:
         kafka: the Kafka settings (bootstrap, security).
         topic: the dead-letter topic.
         loader_id: stamped into every dead letter.
+        table: the table being loaded, stamped into every dead letter.
         flush_timeout_s: how long ``send`` waits for acknowledgements.
     """
 
     def __init__(
-        self, kafka: KafkaConfig, topic: str, loader_id: str, *, flush_timeout_s: float = 60.0
+        self,
+        kafka: KafkaConfig,
+        topic: str,
+        loader_id: str,
+        *,
+        table: str = "",
+        flush_timeout_s: float = 60.0,
     ) -> None:
         from confluent_kafka import Producer
 
         self.topic = topic
         self.loader_id = loader_id
+        self.table = table
         self.flush_timeout_s = flush_timeout_s
         conf: dict[str, Any] = {
             **kafka.producer_config(),
@@ -141,7 +149,12 @@ class DeadLetterProducer:
         count = 0
         for reject in rejects:
             letter = route_malformed(
-                reject.value, reject.meta, reject.error, self.topic, loader_id=self.loader_id
+                reject.value,
+                reject.meta,
+                reject.error,
+                self.topic,
+                loader_id=self.loader_id,
+                table=self.table,
             )
             source = (reject.meta.topic, reject.meta.partition, reject.meta.offset)
             kwargs: dict[str, Any] = {
@@ -266,7 +279,7 @@ class DeadLetterProducer:
             headers.append(list(msg.headers() or []))
             if msg.offset() + 1 >= ends.get(msg.partition(), 0):
                 left.discard(msg.partition())
-        return pending_letters(headers, self.loader_id, committed)
+        return pending_letters(headers, self.loader_id, committed, table=self.table)
 
     def close(self) -> None:
         """Flush what is left."""
@@ -293,13 +306,20 @@ def pending_letters(
     letters: Iterable[Iterable[tuple[str, bytes | None]]],
     loader_id: str,
     committed: Mapping[str, Mapping[int, int]],
+    *,
+    table: str = "",
 ) -> set[Coordinate]:
-    """The source coordinates of ``loader_id``'s letters for records the table does not hold.
+    """The source coordinates of letters sent for records the table does not hold yet.
+
+    A letter counts when it names ``table`` (any loader of the table sent it: a predecessor
+    with another loader id too), or, for a letter without a table (an older loader's), when
+    ``loader_id`` sent it.
 
     Args:
         letters: each letter's headers, as Kafka returns them.
         loader_id: this loader.
         committed: the next offset of every source partition the table holds.
+        table: the table this loader loads.
 
     Returns:
         The coordinates at or above the committed offset of their partition.
@@ -310,7 +330,11 @@ def pending_letters(
         for key, value in headers:  # the loader's stamp comes last: it wins over a source's
             if value is not None:
                 stamp[key] = value.decode("utf-8", "replace")
-        if stamp.get(keys.DLQ_LOADER_ID) != loader_id:
+        sent_for = stamp.get(keys.DLQ_TABLE)
+        ours = (
+            sent_for == table if sent_for and table else stamp.get(keys.DLQ_LOADER_ID) == loader_id
+        )
+        if not ours:
             continue
         try:
             topic = stamp[keys.DLQ_SOURCE_TOPIC]

@@ -244,7 +244,9 @@ class LoaderJob:
         warm_up(self.spark, state.schema, cfg.decode, cfg.jvm_decode)
         self._kafka = KafkaMetadata(cfg.kafka)
         if cfg.dead_letter_topic:
-            self._dead_letters = DeadLetterProducer(cfg.kafka, cfg.dead_letter_topic, cfg.loader_id)
+            self._dead_letters = DeadLetterProducer(
+                cfg.kafka, cfg.dead_letter_topic, cfg.loader_id, table=str(cfg.table)
+            )
         self.sink = BatchSink(
             cfg, self.spark, self.view, self.metrics, self._dead_letters, self.instance
         )

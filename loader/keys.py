@@ -86,6 +86,9 @@ DLQ_ERROR_PATH = "icefloe.error.path"
 DLQ_ERROR_EXPECTED = "icefloe.error.expected"
 DLQ_ERROR_REASON = "icefloe.error.reason"
 DLQ_LOADER_ID = "icefloe.loader-id"
+DLQ_TABLE = "icefloe.table"
+"""The table the loader was loading when it dead-lettered the record (catalog.schema.table):
+a loader that starts tells by it which letters were sent for its table by any loader."""
 
 
 def snapshot_property_option(key: str) -> str:

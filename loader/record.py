@@ -183,6 +183,7 @@ def route_malformed(
     dead_letter_topic: str | None,
     *,
     loader_id: str = "",
+    table: str = "",
 ) -> DeadLetter:
     """Decide what happens to a malformed record.
 
@@ -192,6 +193,7 @@ def route_malformed(
         error: why it was rejected.
         dead_letter_topic: where rejected records go; ``None`` stops the stream.
         loader_id: stamped into a header, to tell loaders apart.
+        table: the table being loaded, stamped into a header when given.
 
     Returns:
         The dead-letter message to produce.
@@ -211,6 +213,8 @@ def route_malformed(
         keys.DLQ_ERROR_REASON: error.reason,
         keys.DLQ_LOADER_ID: loader_id,
     }
+    if table:
+        stamp[keys.DLQ_TABLE] = table
     headers = tuple(meta.headers) + tuple((k, v.encode("utf-8")) for k, v in stamp.items())
     raw = None if value is None else bytes(value)
     return DeadLetter(dead_letter_topic, meta.key, raw, headers)

@@ -90,7 +90,10 @@ def unanswered(exc: BaseException) -> Unanswered | None:
         The service and the innermost reason, or ``None`` for an error that is not the
         network's (it is not retried as one).
     """
+    import http.client
+
     import requests
+    import urllib3.exceptions
     from pyiceberg.exceptions import (
         CommitStateUnknownException,
         ServerError,
@@ -104,6 +107,12 @@ def unanswered(exc: BaseException) -> Unanswered | None:
             (
                 requests.ConnectionError,
                 requests.Timeout,
+                # An answer cut in the middle (a body shorter than its Content-Length).
+                requests.exceptions.ChunkedEncodingError,
+                requests.exceptions.ContentDecodingError,
+                http.client.HTTPException,
+                urllib3.exceptions.HTTPError,
+                ConnectionError,
                 ServiceUnavailableError,
                 ServerError,
                 CommitStateUnknownException,
@@ -131,11 +140,15 @@ def root_cause(exc: BaseException) -> str:
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and its causes, innermost last; a retry library's "gave up" error counts its
+    last attempt's error as its cause (pyiceberg retries some calls with tenacity)."""
     seen: list[BaseException] = []
     current: BaseException | None = exc
     while current is not None and all(current is not s for s in seen):
         seen.append(current)
-        current = current.__cause__ or current.__context__
+        last = getattr(current, "last_attempt", None)
+        failed = last.exception() if last is not None and hasattr(last, "exception") else None
+        current = current.__cause__ or current.__context__ or failed
     return seen
 
 

@@ -335,6 +335,15 @@ class TableView:
             landed: tells from the freshly loaded table whether the commit is in it.
             exc: the error the commit raised.
         """
+        if not self.config.resolve_lost_commits:
+            log.warning(
+                "%s commit of %s: the answer was lost (%s); taken as not landed without reading "
+                "the table (resolve_lost_commits = false)",
+                what,
+                self.config.table,
+                unanswered(exc),
+            )
+            return False
         table = self.patience.call(self.load, f"reading the outcome of a {what} commit")
         result = bool(landed(table))
         if self.on_unknown_outcome is not None:

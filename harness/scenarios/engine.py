@@ -26,6 +26,7 @@ from harness.scenarios.observe import removed_by_retention
 from harness.scenarios.params import as_dict
 from harness.scenarios.traffic import Phase, Traffic, Workload
 from harness.scenarios.world import Names, World
+from harness.stack.catalogproxy import CatalogProxy
 from publisher.ledger import LedgerEntry
 
 __all__ = ["Run", "RunSetup"]
@@ -100,6 +101,7 @@ class Run:
         self._active: list[Fault] = []
         self._lock = threading.Lock()
         self._watcher: CommitWatcher | None = None
+        self.catalog_proxy: CatalogProxy | None = None
 
     @property
     def workload(self) -> Workload:
@@ -113,8 +115,31 @@ class Run:
     # -- the world ---------------------------------------------------------------
 
     def setup(self) -> None:
-        """Create the topics and the table."""
+        """Create the topics and the table, and put the loader behind its fault points."""
         self.world.create()
+        self._route_loader()
+
+    def _route_loader(self) -> None:
+        """Start the fault points ``[loader] via`` names and point the loader's endpoints at
+        them: Toxiproxy for Kafka, S3 and the catalog (TCP faults), the catalog proxy for HTTP
+        faults on the catalog (in front of Toxiproxy's catalog proxy when both are named)."""
+        via = self.setup_spec.loader.via
+        routes: dict[str, str] = {}
+        catalog = self.stack.catalog_uri
+        if "toxiproxy" in via:
+            toxiproxy = self.stack.toxiproxy
+            if not toxiproxy.process.is_running():
+                toxiproxy.start()
+            proxied = toxiproxy.proxied_endpoints()
+            routes["kafka.bootstrap"] = proxied.bootstrap_servers
+            routes["catalog.s3_endpoint"] = proxied.s3_endpoint
+            catalog = routes["catalog.uri"] = proxied.catalog_uri
+        if "catalog_proxy" in via:
+            proxy = CatalogProxy(catalog, history=self.history, seed=self.seed)
+            self.catalog_proxy = proxy.start()
+            routes["catalog.uri"] = proxy.url
+        if routes:
+            self.loaders.route(routes)
 
     def teardown(self, *, keep: bool = False) -> None:
         """Heal every active fault, wait for publishers, stop the loaders, drop the world."""
@@ -126,6 +151,9 @@ class Run:
             self.tasks.pop(name, None)
         self.traffic.wait(timeout_s=120)
         self.loaders.close()
+        if self.catalog_proxy is not None:
+            self.catalog_proxy.stop()
+            self.catalog_proxy = None
         if not keep:
             self.world.drop()
 

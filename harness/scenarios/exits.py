@@ -106,6 +106,7 @@ def explain(
     *,
     grace_s: float = DEFAULT_GRACE_S,
     stall_window_s: float = DEFAULT_STALL_WINDOW_S,
+    service_faults_explain: bool = True,
 ) -> str | None:
     """The cause of one loader exit, or None when the run knows of none.
 
@@ -115,6 +116,8 @@ def explain(
         killed_pids: Pids in which the loader's trace says a kill fired.
         grace_s: How long after a service fault an exit may still be its doing.
         stall_window_s: The same for an exit as stalled (code 4).
+        service_faults_explain: ``False`` for a run whose loader must ride out its service
+            faults (short faults on the wire): an exit during one is then unexplained.
 
     Returns:
         ``harness``, ``fault_point``, ``zombie`` or ``service``; None: unexplained.
@@ -130,7 +133,9 @@ def explain(
     ):
         return "zombie"
     before = stall_window_s if code == EXIT_STALLED else grace_s
-    if any(w.lane in SERVICE_LANES and w.near(when, before) for w in windows):
+    if service_faults_explain and any(
+        w.lane in SERVICE_LANES and w.near(when, before) for w in windows
+    ):
         return "service"
     return None
 
@@ -144,6 +149,8 @@ def check_loader_exits_explained(
     Params:
         grace_s: How long after a service fault an exit may still be its doing (60).
         stall_window_s: The same for an exit as stalled, code 4 (360).
+        service_faults_explain: ``false``: the loader must ride out the run's service faults
+            (short faults on the wire), so they explain no exit (true).
 
     Returns:
         ``invalid`` with ``unexplained_exit`` (its pid, code, time and log tail) for each exit
@@ -163,7 +170,14 @@ def check_loader_exits_explained(
     found = Found()
     causes: Counter[str] = Counter()
     for e in select(history, "loader", "exit"):
-        cause = explain(e, windows, killed, grace_s=grace, stall_window_s=stall)
+        cause = explain(
+            e,
+            windows,
+            killed,
+            grace_s=grace,
+            stall_window_s=stall,
+            service_faults_explain=bool(params.get("service_faults_explain", True)),
+        )
         if cause is not None:
             causes[cause] += 1
             continue

@@ -27,6 +27,10 @@ __all__ = ["LoaderControl", "LoaderOptions"]
 PausePoint = Literal["planned", "write", "publish", "random"]
 
 
+ROUTES = ("catalog_proxy", "toxiproxy")
+"""The fault points a scenario's loader can be put behind (``LoaderOptions.via``)."""
+
+
 @dataclass(frozen=True)
 class LoaderOptions:
     """A scenario's loader settings (``[loader]``); the stack supplies the rest.
@@ -50,6 +54,12 @@ class LoaderOptions:
             point drawn from the run's seed).
         pause_after_commits: Commits before the pause can fire.
         restart_on_exit: Supervised: start again after an exit the harness did not cause.
+        settings: Further loader settings by dotted key (``catalog.read_timeout = "5s"``,
+            ``progress_timeout = 60``), read by the loader's own codecs.
+        via: The fault points the loader under test reaches its services through:
+            ``catalog_proxy`` (HTTP faults on the catalog, ``catalog_http``), ``toxiproxy``
+            (TCP faults on Kafka, S3 and the catalog, ``wire_*``). Trino, the checkers and the
+            publisher keep connecting directly.
     """
 
     trigger_interval_s: float = LoaderSettings.trigger_interval_s
@@ -65,8 +75,13 @@ class LoaderOptions:
     pause_at: PausePoint | None = None
     pause_after_commits: int = 0
     restart_on_exit: bool = False
+    settings: dict[str, Any] = field(default_factory=dict)
+    via: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        unknown = sorted(set(self.via) - set(ROUTES))
+        if unknown:
+            raise ValueError(f"via: unknown {unknown}; known: {list(ROUTES)}")
         if self.trigger_interval_s <= 0 or (self.lease_ttl_s is not None and self.lease_ttl_s <= 0):
             raise ValueError("trigger_interval_s and lease_ttl_s must be > 0")
 
@@ -110,6 +125,7 @@ class LoaderControl:
         self.retired: list[LoaderProcess] = []
         self._armed: dict[str, str] = {}
         self._expect: tuple[int, ...] = ()
+        self.routes: dict[str, str] = {}
         self.current = LoaderProcess(
             self.settings(),
             stack,
@@ -130,7 +146,11 @@ class LoaderControl:
             exactly_once=o.exactly_once,
             max_offsets_per_trigger=o.max_offsets_per_trigger,
             transform=dict(o.transform),
-            extra={"max_record_bytes": o.max_record_bytes} if o.max_record_bytes else {},
+            extra={
+                **({"max_record_bytes": o.max_record_bytes} if o.max_record_bytes else {}),
+                **o.settings,
+                **self.routes,
+            },
             kill_after_commit=o.kill_after_commit,
             self_kills=o.self_kills,
             lease_ttl_s=o.lease_ttl_s,
@@ -198,6 +218,13 @@ class LoaderControl:
         self.options = dataclasses.replace(self.options, **dict(changes))
         self.current.configure(self.settings(self.current.settings.loader_id))
         self.history.record("loader", "info", "configured", **dict(changes))
+
+    def route(self, routes: Mapping[str, str]) -> None:
+        """Point the loader's endpoints (``kafka.bootstrap``, ``catalog.uri``,
+        ``catalog.s3_endpoint``) at fault proxies, for every start from now on."""
+        self.routes = dict(routes)
+        self.current.configure(self.settings(self.current.settings.loader_id))
+        self.history.record("loader", "info", "routed", **self.routes)
 
     def is_running(self) -> bool:
         return self.current.is_running()

@@ -188,6 +188,7 @@ def parse(
             parameter of the wrong name, type or value.
     """
     from harness.scenarios import (  # register checkers
+        catalogfaults,  # noqa: F401
         exits,  # noqa: F401
         invariants,  # noqa: F401
         liveness,  # noqa: F401

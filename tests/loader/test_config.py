@@ -435,6 +435,7 @@ KNOWN_KEYS = [
     "max_depth",
     "jvm_decode",
     "progress_timeout",
+    "resolve_lost_commits",
     "kafka.bootstrap",
     "kafka.topics",
     "kafka.pattern",

@@ -54,3 +54,17 @@ def test_positions_of_another_topic_or_unreadable_are_none() -> None:
     assert positions_from_json("b", positions_to_json("a", {0: 1})) is None
     assert positions_from_json("a", "not json") is None
     assert positions_from_json("a", None) is None
+
+
+def table_letter(table: str, loader: str, offset: int) -> list[tuple[str, bytes]]:
+    return [*letter(loader, "events", 0, offset), (keys.DLQ_TABLE, table.encode())]
+
+
+def test_letters_for_the_same_table_count_whichever_loader_sent_them() -> None:
+    letters = [
+        table_letter("lake.s.t", "predecessor", 10),  # another loader id, the same table
+        table_letter("lake.s.other", "me", 11),  # this loader id, another table
+        letter("me", "events", 0, 12),  # an older letter without a table: by loader id
+    ]
+    found = pending_letters(letters, "me", {}, table="lake.s.t")
+    assert found == {("events", 0, 10), ("events", 0, 12)}

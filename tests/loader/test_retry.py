@@ -22,6 +22,10 @@ from loader.retry import CATALOG, KAFKA, STORAGE, Patience, Stalled, Unanswered,
         ServiceUnavailableError("503"),
         ServerError("502 Bad Gateway"),
         CommitStateUnknownException("504 Gateway Timeout"),
+        requests.exceptions.ChunkedEncodingError(
+            "('Connection broken: IncompleteRead(331 bytes read, 2731 more expected)')"
+        ),
+        ConnectionResetError(104, "Connection reset by peer"),
     ],
 )
 def test_the_catalog_clients_network_failures_are_the_catalogs(exc: Exception) -> None:
@@ -147,3 +151,16 @@ def test_other_errors_pass_through_at_once() -> None:
     with pytest.raises(NoSuchTableError):
         patience.call(refused, "reading")
     assert clock.now == 0
+
+
+def test_a_retry_library_that_gave_up_is_judged_by_its_last_error() -> None:
+    import tenacity
+
+    @tenacity.retry(stop=tenacity.stop_after_attempt(2), wait=tenacity.wait_none())
+    def flaky() -> None:
+        raise requests.ConnectionError("reset")
+
+    with pytest.raises(tenacity.RetryError) as raised:
+        flaky()
+    fault = unanswered(raised.value)
+    assert fault is not None and fault.service == CATALOG
