@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from hypothesis import strategies as st
 
+from harness.scenarios.faults.commits import CatalogHttpParams
 from harness.scenarios.faults.loader import KillLoaderParams, ZombieParams
 from harness.scenarios.faults.maintenance import (
     ExpireParams,
@@ -32,6 +33,12 @@ from harness.scenarios.faults.schema import AddColumnParams, ColumnParams, Renam
 from harness.scenarios.faults.services import KillServiceParams, PauseServiceParams
 from harness.scenarios.faults.topic import AddPartitionsParams
 from harness.scenarios.faults.traffic import BurstParams, MalformedParams
+from harness.scenarios.faults.wire import (
+    WireBandwidthParams,
+    WireLatencyParams,
+    WireLimitDataParams,
+    WireResetPeerParams,
+)
 from harness.scenarios.schedule import Schedule, ScheduledFault
 from loader.faultpoints import POINTS
 
@@ -148,6 +155,35 @@ _SOAK_LOADER_KINDS = (
     *(f"zombie_at_{point}" for point in ZOMBIE_POINTS),
 )
 _INFRA_KINDS = ("pause_service", "pause_service", "kill_service")
+# Faults on the wire (the soak's loader reaches its services through the fault points, see
+# SOAK_LOADER): a commit's answer lost or replaced after it applied, refused, held, late; TCP
+# latency, resets, throttling and answers cut in the middle on Kafka, MinIO and the catalog.
+_WIRE_KINDS = (
+    "catalog_http",
+    "catalog_http",
+    "catalog_http",
+    "wire_latency",
+    "wire_reset_peer",
+    "wire_limit_data",
+    "wire_bandwidth",
+)
+_CATALOG_MODES: tuple[tuple[str, int | None], ...] = (
+    ("drop_after_forward", None),
+    ("status_after_forward", 500),
+    ("status_after_forward", 502),
+    ("status_after_forward", 504),
+    ("refuse", 503),
+    ("deliver_late", None),
+    ("black_hole", None),
+)
+_WIRE_TARGETS = ("kafka", "minio", "catalog")
+SOAK_LOADER: dict[str, Any] = {
+    "via": ["catalog_proxy", "toxiproxy"],
+    # Bounds short enough that a fault of tens of seconds is ridden out by retries and a
+    # black hole ends in a retry, not in a wait as long as the fault.
+    "settings": {"catalog.read_timeout": "8s", "progress_timeout": "180s"},
+}
+"""The soak's loader behind the fault points, for the wire kinds of its infra lane."""
 _MAINTENANCE_KINDS = ("optimize", "expire_snapshots", "remove_orphan_files", "retention_delete")
 _TRAFFIC_KINDS = ("burst", "malformed_traffic")
 
@@ -175,7 +211,7 @@ PROFILES: dict[str, Profile] = {
         "soak",
         {
             "loader": Lane((30, 36), (2, 14), _SOAK_LOADER_KINDS),
-            "infra": Lane((12, 16), (10, 50), (*_INFRA_KINDS, "pause_service")),
+            "infra": Lane((20, 26), (10, 40), (*_INFRA_KINDS, "pause_service", *_WIRE_KINDS)),
             "maintenance": Lane((40, 48), (4, 18), _MAINTENANCE_KINDS),
             "schema": Lane((55, 65), (3, 12), ("schema",)),
             "topic": Lane((0, 1), (60, 600), ("add_partitions",)),
@@ -296,7 +332,47 @@ def _ints(profile: Profile, low: int, high: int, fixed: int) -> st.SearchStrateg
     return st.integers(low, high) if profile.varied else st.just(fixed)
 
 
+def _wire_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, Any, float]]:
+    """A fault on the wire: one catalog HTTP rule, or one Toxiproxy toxic on one target."""
+    if name == "catalog_http":
+
+        def catalog(t: tuple[tuple[str, int | None], int, int]) -> tuple[str, Any, float]:
+            (mode, status), times, seconds = t
+            if mode == "black_hole":  # every request held for a while, past the read timeout
+                params = CatalogHttpParams(mode="black_hole", on="any", times=None)
+                return _event("catalog_http", params, float(seconds))
+            params = CatalogHttpParams(
+                mode=mode,  # type: ignore[arg-type]
+                on="commit",
+                times=times,
+                status=status,
+                late_s=3.0,
+                wait_s=30.0,
+            )
+            return _event("catalog_http", params, 0.0)
+
+        return st.tuples(
+            _choice(profile, _CATALOG_MODES), _ints(profile, 1, 3, 1), _ints(profile, 5, 40, 20)
+        ).map(catalog)
+    targets = _choice(profile, _WIRE_TARGETS)
+    seconds = _ints(profile, 2, 20, 5)
+
+    def toxic(t: tuple[str, int]) -> tuple[str, Any, float]:
+        target, held = t
+        params: Any = {
+            "wire_latency": lambda: WireLatencyParams(target, latency_ms=800, jitter_ms=200),  # type: ignore[arg-type]
+            "wire_reset_peer": lambda: WireResetPeerParams(target, toxicity=0.5),  # type: ignore[arg-type]
+            "wire_limit_data": lambda: WireLimitDataParams(target, bytes=2048, toxicity=0.5),  # type: ignore[arg-type]
+            "wire_bandwidth": lambda: WireBandwidthParams(target, rate_kb_s=256),  # type: ignore[arg-type]
+        }[name]()
+        return _event(name, params, float(held))
+
+    return st.tuples(targets, seconds).map(toxic)
+
+
 def _infra_event(name: str, profile: Profile) -> st.SearchStrategy[tuple[str, Any, float]]:
+    if name in _WIRE_KINDS:
+        return _wire_event(name, profile)
     services = st.sampled_from(list(profile.services))
     if name == "pause_service":
         seconds = _ints(profile, 1, profile.max_pause_s, 5)

@@ -37,6 +37,7 @@ from harness.scenarios.generate import (
     LOADER,
     PARTITIONS,
     PROFILES,
+    SOAK_LOADER,
     START_COLUMNS,
     WORKLOAD,
     Profile,
@@ -277,7 +278,7 @@ def soak(
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
 
-    world = world or WorldOptions()
+    world = world or WorldOptions(loader=SOAK_LOADER)
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
     profile = PROFILES["soak"]
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
