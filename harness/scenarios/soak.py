@@ -20,6 +20,7 @@ fresh world; the soak reports faults per minute, per kind, and the totals.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import random
@@ -278,7 +279,9 @@ def soak(
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
 
-    world = world or WorldOptions(loader=SOAK_LOADER)
+    # The loader behind the fault points unless told otherwise (a break's settings add to it).
+    world = world or WorldOptions()
+    world = dataclasses.replace(world, loader={**SOAK_LOADER, **dict(world.loader)})
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
     profile = PROFILES["soak"]
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")

@@ -46,8 +46,14 @@ class Stack:
     def services(self) -> dict[str, LocalService]:
         return {s.name: s for s in (self.kafka, self.minio, self.catalog, self.trino)}
 
+    def optional_services(self) -> dict[str, LocalService]:
+        """Services that run only when asked for (Toxiproxy), where this backend has them: the
+        containers backend has none."""
+        toxiproxy = getattr(self, "toxiproxy", None)
+        return {toxiproxy.name: toxiproxy} if toxiproxy is not None else {}
+
     def service(self, name: str) -> LocalService:
-        known = {**self.services, self.toxiproxy.name: self.toxiproxy}
+        known = {**self.services, **self.optional_services()}
         try:
             return known[name]
         except KeyError:
@@ -85,7 +91,8 @@ class Stack:
 
     def down(self) -> None:
         """Stop every service: Toxiproxy if it runs, Trino, the catalog, then Kafka and MinIO."""
-        for wave in ((n,) for n in ("toxiproxy", "trino", "catalog", "kafka", "minio")):
+        names = (*self.optional_services(), "trino", "catalog", "kafka", "minio")
+        for wave in ((n,) for n in names):
             for name in wave:
                 service = self.service(name)
                 if service.process.is_running():
@@ -93,7 +100,7 @@ class Stack:
                     say(f"stopped {name}")
 
     def status(self) -> list[ServiceStatus]:
-        optional = [self.toxiproxy] if self.toxiproxy.process.is_running() else []
+        optional = [s for s in self.optional_services().values() if s.process.is_running()]
         return [s.status() for s in [*self.services.values(), *optional]]
 
     def healthy(self) -> bool:
