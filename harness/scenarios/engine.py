@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.scenarios.client import RecordingClient
 from harness.scenarios.faults import Fault, FaultSkipped
+from harness.scenarios.faults.commits import attach_catalog_proxy
 from harness.scenarios.faults.timing import CommitWatcher
 from harness.scenarios.history import Event, History
 from harness.scenarios.loaders import LoaderControl, LoaderOptions
@@ -135,9 +136,7 @@ class Run:
             routes["catalog.s3_endpoint"] = proxied.s3_endpoint
             catalog = routes["catalog.uri"] = proxied.catalog_uri
         if "catalog_proxy" in via:
-            proxy = CatalogProxy(catalog, history=self.history, seed=self.seed)
-            self.catalog_proxy = proxy.start()
-            routes["catalog.uri"] = proxy.url
+            routes["catalog.uri"] = attach_catalog_proxy(self, upstream=catalog).url
         if routes:
             self.loaders.route(routes)
 

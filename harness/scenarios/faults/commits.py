@@ -130,7 +130,7 @@ def catalog_proxy(run: Any) -> CatalogProxy:
     return proxy  # type: ignore[no-any-return]
 
 
-def attach_catalog_proxy(run: Any, port: int = 0) -> CatalogProxy:
+def attach_catalog_proxy(run: Any, port: int = 0, upstream: str | None = None) -> CatalogProxy:
     """Start a catalog proxy in front of the run's catalog and make it the run's.
 
     The loader under test must then be given ``proxy.url`` as its ``[catalog] uri``; the
@@ -139,6 +139,8 @@ def attach_catalog_proxy(run: Any, port: int = 0) -> CatalogProxy:
     Args:
         run: A ``harness.scenarios.engine.Run`` (its stack, history and seed are used).
         port: Port to listen on (0: any free one).
+        upstream: What it forwards to (default: the run's catalog; Toxiproxy's catalog proxy
+            when both fault points are in the loader's way).
 
     Returns:
         The started proxy, also set as ``run.catalog_proxy``.
@@ -147,7 +149,10 @@ def attach_catalog_proxy(run: Any, port: int = 0) -> CatalogProxy:
         OSError: The port cannot be bound.
     """
     proxy = CatalogProxy(
-        run.stack.catalog_uri, port=port, history=run.history, seed=getattr(run, "seed", 0)
+        upstream or run.stack.catalog_uri,
+        port=port,
+        history=run.history,
+        seed=getattr(run, "seed", 0),
     )
     run.catalog_proxy = proxy.start()
     return proxy
