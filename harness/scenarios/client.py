@@ -183,10 +183,15 @@ class RecordingClient:
 
     def commits(self, table: str, *, attempts: int = 3) -> list[dict[str, Any]]:
         """Snapshots committed since the previous commit read, recorded (kept in the history
-        even after ``expire_snapshots`` removed them from the table)."""
+        even after ``expire_snapshots`` removed them from the table): each one's parent, the
+        loader id and process token (``instance``) that committed it, the owner a take-over
+        claimed it for (``claim``) and the id it was staged under (``staged``, write-audit-
+        publish), which the one-owner check reads."""
         statement = (
             "SELECT snapshot_id, to_unixtime(committed_at), operation, "
-            "element_at(summary, 'icefloe.loader-id'), element_at(summary, 'added-records') "
+            "element_at(summary, 'icefloe.loader-id'), element_at(summary, 'added-records'), "
+            "parent_id, element_at(summary, 'icefloe.instance'), "
+            "element_at(summary, 'icefloe.claim'), element_at(summary, 'wap.id') "
             f"FROM {metadata_table(table, 'snapshots')}"
         )
         rows = self._read("commits", statement, attempts)
@@ -201,8 +206,12 @@ class RecordingClient:
                 "operation": op,
                 "loader": loader,
                 "records": int(n) if n is not None else None,
+                "parent": int(parent) if parent is not None else None,
+                "instance": instance,
+                "claim": claim,
+                "staged": wap,
             }
-            for s, t, op, loader, n in sorted(new, key=lambda r: r[1])
+            for s, t, op, loader, n, parent, instance, claim, wap in sorted(new, key=lambda r: r[1])
         ]
         self.history.record("read", "ok", "commits", table=table, total=len(rows), values=found)
         return found
