@@ -11,7 +11,8 @@ retention DELETE removed, and nothing else) and ``dead_letters_match_ledger`` (t
 topic holds exactly the malformed messages, each once: letters are counted per source
 topic/partition/offset, and a source sent twice is an anomaly, not a statistic).
 ``faults_healed`` says every injected fault was healed; ``live_invariants`` replays the live
-rules over the whole history. All are registered as checkers, so scenario files name them.
+rules over the whole history; ``one_owner`` says one loader process at a time committed to the
+table (from the snapshots the commit reads recorded: process tokens, take-overs, parents). All are registered as checkers, so scenario files name them.
 
 A message whose delivery the publisher could not confirm (a broker killed mid-send) may or may
 not be in Kafka: it may be in the table once, or not at all, never twice.
@@ -37,7 +38,7 @@ from harness.scenarios.history import Event, History, select
 from harness.scenarios.observe import dead_letters, removed_by_retention
 from publisher.ledger import LedgerEntry
 
-__all__ = ["LedgerIndex", "LiveJudge", "live_anomalies"]
+__all__ = ["LedgerIndex", "LiveJudge", "live_anomalies", "main_commits"]
 
 _PREFIX = 24  # event ids share a 24-character prefix per publish phase (publisher.messages)
 
@@ -319,3 +320,104 @@ def check_faults_healed(
         return CheckResult("faults_healed", UNKNOWN, "no fault was injected")
     stats = {"injected": len(windows), "healed": len(heals), "failed_injections": len(failed)}
     return found.result("faults_healed", f"{len(windows)} faults injected, all healed", stats)
+
+
+def main_commits(history: Iterable[Event]) -> list[Mapping[str, Any]]:
+    """The snapshots that reached the table's main branch, in commit order, from the
+    ``read``/``commits`` events (each snapshot is recorded once, when first read).
+
+    A staged snapshot (write-audit-publish: ``staged`` names its id) reached main only if it
+    was published: then a later snapshot has it as parent, or it is the newest snapshot read
+    (the last batch published). One never published (a fenced zombie's batch) has no child:
+    nothing is planned or written on top of a snapshot main never pointed at.
+
+    Args:
+        history: The run's events.
+
+    Returns:
+        The commits (as the client recorded them), oldest first.
+    """
+    snaps: dict[int, Mapping[str, Any]] = {}
+    for e in select(history, "read", "commits", "ok"):
+        for c in e.data.get("values") or ():
+            snaps.setdefault(int(c["snapshot"]), c)
+    if not snaps:
+        return []
+    parents = {c.get("parent") for c in snaps.values()}
+    newest = max(snaps.values(), key=lambda c: float(c["time"]))["snapshot"]
+    return sorted(
+        (c for s, c in snaps.items() if not c.get("staged") or s in parents or s == newest),
+        key=lambda c: float(c["time"]),
+    )
+
+
+@checker("one_owner")
+def check_one_owner(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """One loader process at a time commits to the table.
+
+    A loader process (its ``icefloe.instance`` token) holds the table from its take-over (the
+    empty snapshot carrying ``icefloe.claim``) until another process's take-over. Walking
+    main's commits in order:
+
+    - a batch committed by a process whose hold ended (another took the table over since) is
+      ``two_writers``: two loaders' commits interleaved outside a take-over (a thawed zombie
+      writing what it planned before its successor took over);
+    - a take-over by a process whose hold had ended, or a thawed zombie the harness found
+      holding the table again (``loader``/``holds_table``), is ``taken_back``.
+
+    A process whose batch comes with no take-over read before it (its claim expired before a
+    commit read saw it) is taken to hold the table from that batch on (``claims_unseen``).
+
+    Returns:
+        ``invalid`` with ``two_writers`` or ``taken_back``; ``unknown`` when no loader commit
+        with a process token was read (nothing was compared).
+    """
+    found = Found()
+    for e in select(history, "loader", "holds_table"):
+        found.add("taken_back", f"pid {e.data.get('pid')} held the table again after its thaw")
+    commits = [c for c in main_commits(history) if c.get("loader") and c.get("instance")]
+    if not commits:
+        if found.anomalies:
+            return found.result("one_owner", "", {})
+        return CheckResult("one_owner", UNKNOWN, "no loader commit naming its process was read")
+    holder: Mapping[str, Any] | None = None
+    ended: set[str] = set()
+    claims = batches = unseen = 0
+
+    def who(c: Mapping[str, Any]) -> str:
+        return f"{c['loader']} (process {str(c['instance'])[:8]})"
+
+    for c in commits:
+        instance = str(c["instance"])
+        if c.get("claim"):
+            claims += 1
+            if instance in ended:
+                found.add("taken_back", f"snapshot {c['snapshot']}: {who(c)} took the table back")
+        else:
+            batches += 1
+            if holder is not None and instance == holder["instance"]:
+                continue
+            if instance in ended:
+                assert holder is not None
+                found.add(
+                    "two_writers",
+                    f"snapshot {c['snapshot']} by {who(c)}, committed after {who(holder)} "
+                    "took the table over",
+                )
+                continue
+            unseen += 1
+        # from here on c's process holds the table
+        if holder is not None and holder["instance"] != instance:
+            ended.add(str(holder["instance"]))
+        holder = c
+    writers = len({str(c["instance"]) for c in commits})
+    stats = {"commits": len(commits), "take_overs": claims, "batches": batches,
+             "processes": writers, "claims_unseen": unseen}  # fmt: skip
+    return found.result(
+        "one_owner",
+        f"{len(commits)} commits of {writers} loader processes, {claims} take-overs, "
+        "each process wrote only while it held the table",
+        stats,
+    )

@@ -223,3 +223,83 @@ def test_id_reads_replay_to_the_sets_seen() -> None:
     assert sets == [[eid(0), eid(1)], [eid(1), eid(2)]]
     assert first_seen(history) == {eid(0): 0.0, eid(1): 0.0, eid(2): 1.0}
     assert removed_by_retention(history) == {eid(0)}
+
+
+# -- one_owner -----------------------------------------------------------------
+
+
+def commit(
+    snapshot: int,
+    instance: str | None,
+    *,
+    parent: int | None = None,
+    claim: bool = False,
+    staged: bool = False,
+    loader: str = "a",
+) -> dict[str, Any]:
+    return {
+        "snapshot": snapshot,
+        "time": float(snapshot),
+        "operation": "append",
+        "loader": loader if instance else None,
+        "records": 0 if claim else 10,
+        "parent": snapshot - 1 if parent is None else parent,
+        "instance": instance,
+        "claim": loader if claim else None,
+        "staged": f"{instance}-{snapshot}" if staged else None,
+    }
+
+
+def commits(*values: dict[str, Any]) -> tuple[str, str, str, dict[str, Any]]:
+    return ("read", "ok", "commits", {"values": list(values)})
+
+
+def test_one_owner_valid_through_a_take_over() -> None:
+    history = hist(
+        commits(commit(1, "p1", claim=True), commit(2, "p1", staged=True)),
+        commits(commit(3, "p1", staged=True), commit(4, None)),  # 4: maintenance
+        # the zombie's staged batch, never published (no child), then its successor
+        commits(commit(5, "p1", parent=4, staged=True), commit(6, "p2", parent=4, claim=True)),
+        commits(commit(7, "p2", staged=True), commit(8, "p2", staged=True)),
+    )
+    result = check("one_owner", history)
+    assert result.verdict == VALID, result.summary
+    assert result.stats["take_overs"] == 2 and result.stats["processes"] == 2
+
+
+def test_one_owner_flags_a_zombie_writing_after_the_take_over() -> None:
+    history = hist(
+        commits(commit(1, "p1", claim=True), commit(2, "p1")),
+        commits(commit(3, "p2", claim=True, loader="b"), commit(4, "p1"), commit(5, "p2")),
+    )
+    result = check("one_owner", history)
+    assert result.verdict == INVALID
+    assert result.anomalies["two_writers"].count == 1
+    assert "snapshot 4" in result.anomalies["two_writers"].examples[0]
+
+
+def test_one_owner_flags_a_table_taken_back() -> None:
+    history = hist(
+        commits(commit(1, "p1", claim=True), commit(2, "p2", claim=True, loader="b")),
+        commits(commit(3, "p1", claim=True)),
+    )
+    assert check("one_owner", history).anomalies["taken_back"].count == 1
+    thawed = hist(
+        commits(commit(1, "p1", claim=True)), ("loader", "info", "holds_table", {"pid": 7})
+    )
+    result = check("one_owner", thawed)
+    assert result.verdict == INVALID and "pid 7" in result.anomalies["taken_back"].examples[0]
+
+
+def test_one_owner_takes_an_unseen_claim_as_a_take_over() -> None:
+    # p2's claim was expired before a read saw it: its first batch starts its hold.
+    history = hist(commits(commit(1, "p1", claim=True), commit(2, "p2"), commit(3, "p2")))
+    result = check("one_owner", history)
+    assert result.verdict == VALID and result.stats["claims_unseen"] == 1
+    late = hist(commits(commit(1, "p1", claim=True), commit(2, "p2"), commit(3, "p1")))
+    assert check("one_owner", late).anomalies["two_writers"].count == 1
+
+
+def test_one_owner_unknown_without_loader_commits() -> None:
+    assert check("one_owner", hist()).verdict == UNKNOWN
+    assert check("one_owner", hist(commits(commit(1, None)))).verdict == UNKNOWN
