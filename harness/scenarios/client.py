@@ -60,6 +60,14 @@ class RecordingClient:
         self._snapshots: dict[str, set[int]] = {}
         self._letters: dict[str, int] = {}
         self._lock = threading.Lock()
+        # Names a loader kind's own dead-letter headers as icefloe's loader does (None: as is).
+        self.dead_letter_headers: Any = None
+
+    def _headers(self, raw: Any) -> dict[str, str]:
+        headers = _decode_headers(raw)
+        if self.dead_letter_headers is not None:
+            headers = {**headers, **self.dead_letter_headers(headers)}
+        return headers
 
     # -- Trino ---------------------------------------------------------------
 
@@ -256,7 +264,7 @@ class RecordingClient:
                         {
                             "partition": int(msg.partition() or 0),
                             "offset": position - 1,
-                            "headers": _decode_headers(msg.headers()),
+                            "headers": self._headers(msg.headers()),
                         }
                     )
         except Exception as exc:
