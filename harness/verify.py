@@ -1,20 +1,20 @@
 """A table and its dead-letter topic, checked against the publisher's ledgers.
 
 What a user (or the demo, or a workshop check) asks after loading: is every valid message in
-the table exactly once, and is every malformed message in the dead-letter topic? The
-comparisons are pure functions (`compare_rows`, `compare_dead_letters`); the readers around
-them fetch the event ids through Trino and the dead letters' headers from Kafka.
+the table exactly once, and is every malformed message in the dead-letter topic once? The
+comparisons are the scenario checks' own (``harness.scenarios.compare``: one verdict per
+property); the readers here fetch the event ids through Trino and the dead letters' headers
+from Kafka.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from loader import keys
+from harness.scenarios import compare
+from harness.scenarios.compare import DeadLetterVerdict, RowVerdict, compare_rows
 from publisher.ledger import Ledger
 from publisher.producer import DEFAULT_LEDGER_DIR
 
@@ -30,131 +30,20 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class RowVerdict:
-    """The table's event ids against the ledger's valid messages.
-
-    Attributes:
-        rows: rows in the table.
-        distinct: distinct event ids among them.
-        expected: valid messages the ledgers say were delivered.
-        lost: expected ids missing from the table.
-        duplicated: ids present more than once.
-        unexpected: ids no ledger sent.
-    """
-
-    rows: int
-    distinct: int
-    expected: int
-    lost: tuple[str, ...]
-    duplicated: tuple[str, ...]
-    unexpected: tuple[str, ...]
-
-    @property
-    def exactly_once(self) -> bool:
-        """Every expected id once, nothing else."""
-        return not (self.lost or self.duplicated or self.unexpected)
-
-
-@dataclass(frozen=True)
-class DeadLetterVerdict:
-    """The dead-letter topic against the ledger's malformed messages.
-
-    Attributes:
-        letters: records in the dead-letter topic (a retried batch may add duplicates).
-        distinct: distinct source coordinates (topic, partition, offset) among them.
-        expected: malformed messages the ledgers say were delivered.
-        lost: expected coordinates missing from the topic.
-        misrouted: coordinates of valid messages found in the topic.
-        kinds: dead letters per error kind (the loader's ``icefloe.error.kind``).
-        duplicated: (coordinates, letters) of each source dead-lettered more than once.
-    """
-
-    letters: int
-    distinct: int
-    expected: int
-    lost: tuple[tuple[str, int, int], ...]
-    misrouted: tuple[tuple[str, int, int], ...]
-    kinds: Mapping[str, int]
-    duplicated: tuple[tuple[tuple[str, int, int], int], ...] = ()
-
-    @property
-    def complete(self) -> bool:
-        """Every malformed message dead-lettered, nothing valid among them."""
-        return not (self.lost or self.misrouted)
-
-
-def compare_rows(
-    found: Iterable[str],
-    expected: Iterable[str],
-    *,
-    may_be_absent: Iterable[str] = (),
-    published: Iterable[str] | None = None,
-) -> RowVerdict:
-    """Compare the ids a table holds with the ids it should hold.
-
-    Args:
-        found: the table's event ids, one per row.
-        expected: the valid ids that must be in the table.
-        may_be_absent: expected ids that are allowed to be missing (e.g. deleted by retention).
-        published: every valid id ever sent to the table's topics, when more than
-            ``expected`` (a check of one ledger among several); an id outside it is unexpected.
-
-    Returns:
-        The verdict (ids sorted).
-    """
-    counts = Counter(found)
-    wanted = set(expected)
-    optional = set(may_be_absent)
-    sent = wanted if published is None else wanted | set(published)
-    return RowVerdict(
-        rows=sum(counts.values()),
-        distinct=len(counts),
-        expected=len(wanted),
-        lost=tuple(sorted(wanted - optional - counts.keys())),
-        duplicated=tuple(sorted(i for i, n in counts.items() if n > 1)),
-        unexpected=tuple(sorted(counts.keys() - sent)),
-    )
-
-
 def compare_dead_letters(
     letters: Sequence[Mapping[str, str]], ledgers: Sequence[Ledger]
 ) -> DeadLetterVerdict:
-    """Compare dead letters (their headers) with the malformed messages of the ledgers.
+    """Compare dead letters (their headers) with the messages of ``ledgers``, per source
+    message (:func:`harness.scenarios.compare.compare_dead_letters`: each source once).
 
     Args:
-        letters: each dead letter's headers (``icefloe.source.*``, ``icefloe.error.*``).
-        ledgers: what was published.
+        letters: Each dead letter's headers (``icefloe.source.*``, ``icefloe.error.*``).
+        ledgers: What was published.
 
     Returns:
-        The verdict (coordinates sorted).
+        The verdict.
     """
-
-    def coordinates(headers: Mapping[str, str]) -> tuple[str, int, int]:
-        return (
-            headers.get(keys.DLQ_SOURCE_TOPIC, ""),
-            int(headers.get(keys.DLQ_SOURCE_PARTITION, -1)),
-            int(headers.get(keys.DLQ_SOURCE_OFFSET, -1)),
-        )
-
-    per_source = Counter(coordinates(h) for h in letters)
-    found = set(per_source)
-    malformed: set[tuple[str, int, int]] = set()
-    valid: set[tuple[str, int, int]] = set()
-    for ledger in ledgers:
-        for entry in ledger.delivered():
-            assert entry.offset is not None
-            place = (entry.topic, entry.partition, entry.offset)
-            (malformed if entry.status == "malformed" else valid).add(place)
-    return DeadLetterVerdict(
-        letters=len(letters),
-        distinct=len(found),
-        expected=len(malformed),
-        lost=tuple(sorted(malformed - found)),
-        misrouted=tuple(sorted(found & valid)),
-        kinds=dict(Counter(h.get(keys.DLQ_ERROR_KIND, "?") for h in letters)),
-        duplicated=tuple(sorted((c, n) for c, n in per_source.items() if n > 1)),
-    )
+    return compare.compare_dead_letters(letters, [e for ledger in ledgers for e in ledger.entries])
 
 
 def ledger_files(topic: str, ledger_dir: Path = DEFAULT_LEDGER_DIR) -> list[Path]:

@@ -29,10 +29,19 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.bench.stats import percentile  # the one nearest-rank percentile
+from harness.scenarios.compare import (
+    DeadLetterVerdict,
+    compare_dead_letters,
+    coordinates,
+    duplicated_dead_letters,
+    letter_source,
+    rows_against_ledger,
+)
 from harness.scenarios.history import Event, History, select
 from loader import keys
 from publisher.ledger import LedgerEntry
@@ -61,14 +70,7 @@ class DeadLetter:
     @property
     def source(self) -> tuple[str, int, int] | None:
         """(topic, partition, offset) of the original message, if the headers say."""
-        try:
-            return (
-                self.headers[keys.DLQ_SOURCE_TOPIC],
-                int(self.headers[keys.DLQ_SOURCE_PARTITION]),
-                int(self.headers[keys.DLQ_SOURCE_OFFSET]),
-            )
-        except (KeyError, ValueError):
-            return None
+        return letter_source(self.headers)
 
     @property
     def loader_id(self) -> str | None:
@@ -214,44 +216,74 @@ def _malformed(ledger: Sequence[LedgerEntry]) -> list[LedgerEntry]:
     return [e for e in ledger if e.delivered and e.status == "malformed"]
 
 
-def _coords(e: LedgerEntry) -> tuple[str, int, int]:
-    return (e.topic, e.partition, -1 if e.offset is None else e.offset)
-
-
 def _where(e: LedgerEntry) -> str:
     return f"{e.event_id} ({e.topic}/{e.partition}@{e.offset})"
+
+
+def judge_rows(
+    counts: Mapping[str, int],
+    ledger: Sequence[LedgerEntry],
+    removed: Iterable[str] = (),
+) -> tuple[Found, dict[str, Any]]:
+    """The table against the ledger (:func:`~harness.scenarios.compare.rows_against_ledger`),
+    as named anomalies with each message's coordinates, and the numbers worth reporting.
+
+    Args:
+        counts: Rows per event id.
+        ledger: Every ledger entry of the run.
+        removed: Ids a retention DELETE removed.
+
+    Returns:
+        The anomalies (``lost``, ``duplicated``, ``misrouted``, ``undeleted``,
+        ``unexpected``) and the stats.
+    """
+    verdict = rows_against_ledger(counts, ledger, removed)
+    by_id = {e.event_id: e for e in ledger}
+    found = Found()
+
+    def where(eid: str) -> str:
+        e = by_id.get(eid)
+        return eid if e is None else _where(e)
+
+    for eid in verdict.lost:
+        found.add("lost", where(eid))
+    for eid in verdict.duplicated:
+        late = "" if by_id[eid].delivered else " (delivery unconfirmed)"
+        found.add("duplicated", f"{where(eid)} x{counts[eid]}{late}")
+    for eid in verdict.misrouted:
+        found.add("misrouted", f"malformed {where(eid)} ({by_id[eid].kind}) in the table")
+    for eid in verdict.undeleted:
+        found.add("undeleted", f"{where(eid)} removed by retention, back x{counts[eid]}")
+    for eid in verdict.unexpected:
+        found.add("unexpected", f"{eid}: never published")
+    stats = {
+        "expected": verdict.expected,
+        "rows": verdict.rows,
+        "distinct": verdict.distinct,
+        "unconfirmed": sum(1 for e in ledger if e.status == "valid" and not e.delivered),
+    }
+    return found, stats
 
 
 @checker("exactly_once")
 def check_exactly_once(
     history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
 ) -> CheckResult:
-    """Every valid delivered message is in the table exactly once, and nothing else is.
+    """Every valid delivered message is in the table exactly once, and nothing else is
+    (:func:`judge_rows` over the final read-back).
 
     Returns:
         ``invalid`` with ``lost``, ``duplicated``, ``misrouted`` (a malformed message's id in
         the table) or ``unexpected`` (an id the ledger never sent); ``unknown`` when nothing
         valid was delivered.
     """
-    valid = _valid(ledger)
-    if not valid:
+    if not _valid(ledger):
         return CheckResult("exactly_once", UNKNOWN, "no valid message was delivered")
-    found = Found()
-    counts = observed.table_counts
-    expected = {e.event_id for e in valid}
-    for e in valid:
-        n = counts.get(e.event_id, 0)
-        if n == 0:
-            found.add("lost", _where(e))
-        elif n > 1:
-            found.add("duplicated", f"{_where(e)} x{n}")
-    malformed = {e.event_id for e in _malformed(ledger)}
-    for eid in counts.keys() - expected:
-        found.add("misrouted" if eid in malformed else "unexpected", eid)
-    rows = sum(counts.values())
-    stats = {"expected": len(expected), "rows": rows, "distinct": len(counts)}
+    found, stats = judge_rows(observed.table_counts, ledger)
     return found.result(
-        "exactly_once", f"{len(expected)} valid messages, {rows} rows, all exactly once", stats
+        "exactly_once",
+        f"{stats['expected']} valid messages, {stats['rows']} rows, all exactly once",
+        stats,
     )
 
 
@@ -260,6 +292,10 @@ def check_dead_letter(
     history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
 ) -> CheckResult:
     """Every malformed message is in the dead-letter topic with its reason and source.
+
+    The letters against the ledger come from
+    :func:`~harness.scenarios.compare.compare_dead_letters` (per source message); this check
+    adds each letter's content and the malformed messages' absence from the table.
 
     Params:
         kinds: malformation names that must each have been sent (else ``unknown``).
@@ -271,25 +307,30 @@ def check_dead_letter(
         ``invalid`` with ``lost`` (malformed message not dead-lettered), ``misrouted`` (valid
         message dead-lettered, or malformed one in the table), ``wrong_value`` (wrong kind,
         path or empty reason, or no source coordinates), ``duplicated_dead_letter`` (a source
-        message dead-lettered more than ``max_copies`` times, with the count); ``unknown``
-        when a required kind was never sent.
+        message dead-lettered more than ``max_copies`` times, with the count), ``unexpected``
+        (a letter whose source was never published); ``unknown`` when a required kind was
+        never sent.
     """
     malformed = _malformed(ledger)
+    letters = list(observed.dead_letters)
     by_source: dict[tuple[str, int, int], list[DeadLetter]] = defaultdict(list)
     found = Found()
-    for letter in observed.dead_letters:
+    for letter in letters:
         src = letter.source
         if src is None:
             found.add("wrong_value", f"dead letter {letter.partition}@{letter.offset}: no source")
-            continue
-        by_source[src].append(letter)
+        else:
+            by_source[src].append(letter)
+    verdict = compare_dead_letters(
+        [d.headers for d in letters], ledger, int(params.get("max_copies", 1))
+    )
+    letter_anomalies(verdict, ledger, found)
     check_path = bool(params.get("check_path", True))
     for e in malformed:
-        letters = by_source.get(_coords(e), [])
-        if not letters:
-            found.add("lost", f"{_where(e)} kind {e.kind}: not in the dead-letter topic")
+        got_letters = by_source.get(coordinates(e))
+        if not got_letters:
             continue
-        letter = letters[0]
+        letter = got_letters[0]
         want = MALFORMATIONS[e.kind].loader_kind if e.kind in MALFORMATIONS else None
         got = letter.headers.get(keys.DLQ_ERROR_KIND)
         if want is not None and got != want:
@@ -299,23 +340,15 @@ def check_dead_letter(
             found.add("wrong_value", f"{_where(e)} {e.kind}: path {path!r}, expected {e.target!r}")
         elif not letter.headers.get(keys.DLQ_ERROR_REASON):
             found.add("wrong_value", f"{_where(e)} {e.kind}: no reason")
-    for e in _valid(ledger):
-        if _coords(e) in by_source:
-            found.add("misrouted", f"valid {_where(e)} in the dead-letter topic")
     for e in malformed:
         if observed.table_counts.get(e.event_id):
             found.add("misrouted", f"malformed {_where(e)} ({e.kind}) in the table")
-    duplicated = duplicated_dead_letters(
-        {s: [d.loader_id for d in v] for s, v in by_source.items()},
-        int(params.get("max_copies", 1)),
-    )
-    for (topic, partition, offset), n in duplicated.items():
-        found.add("duplicated_dead_letter", f"{topic}/{partition}@{offset} x{n}")
     sent_kinds = Counter(e.kind for e in malformed)
     stats: dict[str, Any] = {
         "malformed": len(malformed),
-        "dead_letters": len(observed.dead_letters),
+        "dead_letters": len(letters),
         "redelivered": sum(len(v) - 1 for v in by_source.values()),
+        "duplicated_sources": len(verdict.duplicated),
         "kinds": dict(sorted(sent_kinds.items())),
     }
     required = set(params.get("kinds", ()))
@@ -334,28 +367,20 @@ def check_dead_letter(
     return result
 
 
-def duplicated_dead_letters(
-    per_source: Mapping[tuple[str, int, int], Sequence[str | None]], max_copies: int = 1
-) -> dict[tuple[str, int, int], int]:
-    """Source messages dead-lettered more often than allowed.
-
-    A source is over when it has more than ``max_copies`` letters, or when one loader id sent
-    it twice: a second copy is only ever allowed from another loader (a frozen loader's letters
-    sent again by its successor), never from a loader repeating itself.
-
-    Args:
-        per_source: The loader id of each letter (``None`` when unnamed), per source
-            (topic, partition, offset).
-        max_copies: Letters allowed per source.
-
-    Returns:
-        Source to its letter count, for those over, sorted.
-    """
-    return {
-        s: len(ids)
-        for s, ids in sorted(per_source.items())
-        if len(ids) > max_copies or len(set(ids)) < len(ids)
-    }
+def letter_anomalies(
+    verdict: DeadLetterVerdict, ledger: Sequence[LedgerEntry], found: Found
+) -> None:
+    """A dead-letter verdict's findings as named anomalies, each message with its id."""
+    by_coords = {coordinates(e): e for e in ledger if e.delivered}
+    for src in verdict.lost:
+        e = by_coords[src]
+        found.add("lost", f"{_where(e)} kind {e.kind}: not in the dead-letter topic")
+    for src in verdict.misrouted:
+        found.add("misrouted", f"valid {_where(by_coords[src])} in the dead-letter topic")
+    for src in verdict.unexpected:
+        found.add("unexpected", f"dead letter from {src}: never published")
+    for (topic, partition, offset), n in verdict.duplicated:
+        found.add("duplicated_dead_letter", f"{topic}/{partition}@{offset} x{n}")
 
 
 @checker("retention")
@@ -598,26 +623,6 @@ def check_partitions_loaded(
     return found.result("partitions_loaded", f"new partitions {sorted(new)} loaded", stats)
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """The q-th percentile (0-100) by the nearest-rank method.
-
-    Args:
-        values: A non-empty sequence.
-        q: The percentile.
-
-    Returns:
-        The value at that rank.
-
-    Raises:
-        ValueError: For an empty sequence.
-    """
-    if not values:
-        raise ValueError("no values")
-    ordered = sorted(values)
-    rank = max(1, math.ceil(q / 100 * len(ordered)))
-    return ordered[rank - 1]
-
-
 def _trigger_interval(history: History) -> float | None:
     starts = select(history, "loader", "start", "invoke")
     return float(starts[0].data["trigger_interval_s"]) if starts else None
@@ -841,6 +846,8 @@ __all__ = [
     "Observed",
     "duplicated_dead_letters",
     "fault_windows",
+    "judge_rows",
+    "letter_anomalies",
     "percentile",
     "run_check",
     "summarize",

@@ -12,7 +12,8 @@ topic holds exactly the malformed messages, each once: letters are counted per s
 topic/partition/offset, and a source sent twice is an anomaly, not a statistic).
 ``faults_healed`` says every injected fault was healed; ``live_invariants`` replays the live
 rules over the whole history; ``one_owner`` says one loader process at a time committed to the
-table (from the snapshots the commit reads recorded: process tokens, take-overs, parents). All are registered as checkers, so scenario files name them.
+table (from the snapshots the commit reads recorded: process tokens, take-overs, parents). All
+are registered as checkers, so scenario files name them.
 
 A message whose delivery the publisher could not confirm (a broker killed mid-send) may or may
 not be in Kafka: it may be in the table once, or not at all, never twice.
@@ -20,7 +21,6 @@ not be in Kafka: it may be in the table once, or not at all, never twice.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,9 +31,11 @@ from harness.scenarios.checkers import (
     Found,
     Observed,
     checker,
-    duplicated_dead_letters,
     fault_windows,
+    judge_rows,
+    letter_anomalies,
 )
+from harness.scenarios.compare import compare_dead_letters, coordinates, letter_source
 from harness.scenarios.history import Event, History, select
 from harness.scenarios.observe import dead_letters, removed_by_retention
 from publisher.ledger import LedgerEntry
@@ -41,10 +43,6 @@ from publisher.ledger import LedgerEntry
 __all__ = ["LedgerIndex", "LiveJudge", "live_anomalies", "main_commits"]
 
 _PREFIX = 24  # event ids share a 24-character prefix per publish phase (publisher.messages)
-
-
-def _coords(e: LedgerEntry) -> tuple[str, int, int]:
-    return (e.topic, e.partition, -1 if e.offset is None else e.offset)
 
 
 @dataclass
@@ -64,7 +62,7 @@ class LedgerIndex:
 
     def __post_init__(self) -> None:
         self.by_id = {e.event_id: e for e in self.entries}
-        self.by_coords = {_coords(e): e for e in self.entries if e.delivered}
+        self.by_coords = {coordinates(e): e for e in self.entries if e.delivered}
         self.prefixes = {e.event_id[:_PREFIX] for e in self.entries}
 
     def pending(self, event_id: str) -> bool:
@@ -105,7 +103,9 @@ class LiveJudge:
             elif event.name == "ids":
                 ids.update(event.data.get("added", ()))
             elif event.name == "dead_letters":
-                letters.update(s for d in event.data.get("values") or () if (s := _source(d)))
+                for d in event.data.get("values") or ():
+                    if (src := letter_source(d["headers"])) is not None:
+                        letters.add(src)
         self._pending_ids = {eid for eid in ids if index.pending(eid)}
         for eid in ids - self._pending_ids:
             _judge_id(eid, index, self.found, "live")
@@ -119,18 +119,6 @@ class LiveJudge:
         return {
             n: {"count": a.count, "examples": a.examples} for n, a in self.found.anomalies.items()
         }
-
-
-def _source(letter: Mapping[str, Any]) -> tuple[str, int, int] | None:
-    headers = letter["headers"]
-    try:
-        return (
-            headers["icefloe.source.topic"],
-            int(headers["icefloe.source.partition"]),
-            int(headers["icefloe.source.offset"]),
-        )
-    except (KeyError, ValueError):
-        return None
 
 
 def live_anomalies(events: Iterable[Event], index: LedgerIndex) -> dict[str, Any]:
@@ -154,7 +142,7 @@ def live_anomalies(events: Iterable[Event], index: LedgerIndex) -> dict[str, Any
                 _judge_id(eid, index, found, f"read {event.index}")
         elif event.name == "dead_letters":
             for d in event.data.get("values") or ():
-                src = _source(d)
+                src = letter_source(d["headers"])
                 entry = index.by_coords.get(src) if src else None
                 if entry is not None and entry.status == "valid":
                     found.add("misrouted", f"valid {entry.event_id} {src} dead-lettered")
@@ -187,52 +175,24 @@ def check_table_matches_ledger(
     history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
 ) -> CheckResult:
     """The table holds every valid delivered message once, except those a retention DELETE
-    removed (which must stay gone), and nothing else.
+    removed (which must stay gone), and nothing else (:func:`judge_rows`, the same verdict as
+    ``exactly_once`` with retention's removals).
 
     Returns:
         ``invalid`` with ``lost``, ``duplicated``, ``undeleted``, ``misrouted`` or
         ``unexpected``; ``unknown`` when nothing valid was delivered or the table never read.
     """
-    counts = observed.table_counts
     if not select(history, "read", "table", "ok"):
         return CheckResult("table_matches_ledger", UNKNOWN, "the table was not read back")
-    removed = removed_by_retention(history)
-    found = Found()
-    valid = maybe = 0
-    for e in ledger:
-        n = counts.get(e.event_id, 0)
-        where = f"{e.event_id} ({e.topic}/{e.partition}@{e.offset})"
-        if e.status != "valid":
-            if n:
-                found.add("misrouted", f"malformed {where} ({e.kind}) in the table")
-        elif not e.delivered:
-            maybe += 1  # unconfirmed: there once or not at all
-            if n > 1:
-                found.add("duplicated", f"{where} x{n} (delivery unconfirmed)")
-        elif e.event_id in removed:
-            if n:
-                found.add("undeleted", f"{where} removed by retention, back x{n}")
-        else:
-            valid += 1
-            if n == 0:
-                found.add("lost", where)
-            elif n > 1:
-                found.add("duplicated", f"{where} x{n}")
-    known = {e.event_id for e in ledger}
-    for eid in counts.keys() - known:
-        found.add("unexpected", f"{eid}: never published")
-    if not valid:
+    if not any(e.delivered and e.status == "valid" for e in ledger):
         return CheckResult("table_matches_ledger", UNKNOWN, "no valid message was delivered")
-    rows = sum(counts.values())
-    stats = {
-        "expected": valid,
-        "rows": rows,
-        "removed_by_retention": len(removed),
-        "unconfirmed": maybe,
-    }
+    removed = removed_by_retention(history)
+    found, stats = judge_rows(observed.table_counts, ledger, removed)
+    stats["removed_by_retention"] = len(removed)
     return found.result(
         "table_matches_ledger",
-        f"{valid} valid messages exactly once, {len(removed)} removed by retention, {rows} rows",
+        f"{stats['expected']} valid messages exactly once, {len(removed)} removed by retention, "
+        f"{stats['rows']} rows",
         stats,
     )
 
@@ -241,7 +201,8 @@ def check_table_matches_ledger(
 def check_dead_letters_match_ledger(
     history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
 ) -> CheckResult:
-    """The dead-letter topic holds every malformed delivered message once, and nothing else.
+    """The dead-letter topic holds every malformed delivered message once, and nothing else
+    (:func:`~harness.scenarios.compare.compare_dead_letters`, per source message).
 
     Params:
         max_copies: letters allowed per source message (default 1); a second copy may only
@@ -255,28 +216,12 @@ def check_dead_letters_match_ledger(
         was read (nothing was compared).
     """
     letters = observed.dead_letters or dead_letters(history)
-    per_source: dict[tuple[str, int, int], list[str | None]] = defaultdict(list)
-    for d in letters:
-        if d.source is not None:
-            per_source[d.source].append(d.loader_id)
-    sources = set(per_source)
-    index = LedgerIndex(ledger)
+    verdict = compare_dead_letters(
+        [d.headers for d in letters], ledger, int(params.get("max_copies", 1))
+    )
     found = Found()
-    malformed = [e for e in ledger if e.delivered and e.status == "malformed"]
-    for e in malformed:
-        if _coords(e) not in sources:
-            found.add("lost", f"{e.event_id} ({e.kind}) at {_coords(e)} not dead-lettered")
-    for src in sources:
-        entry = index.by_coords.get(src)  # type: ignore[arg-type]
-        if entry is None:
-            if not any(e.topic == src[0] and not e.delivered for e in ledger):  # type: ignore[index]
-                found.add("unexpected", f"dead letter from {src}: never published")
-        elif entry.status == "valid":
-            found.add("misrouted", f"valid {entry.event_id} at {src} dead-lettered")
-    duplicated = duplicated_dead_letters(per_source, int(params.get("max_copies", 1)))
-    for (topic, partition, offset), n in duplicated.items():
-        found.add("duplicated_dead_letter", f"{topic}/{partition}@{offset} x{n}")
-    if not malformed and not found.anomalies:
+    letter_anomalies(verdict, ledger, found)
+    if not verdict.expected and not found.anomalies:
         read = bool(select(history, "read", "dead_letters", "ok"))
         return CheckResult(
             "dead_letters_match_ledger", UNKNOWN, "no malformed message was sent and "
@@ -284,14 +229,14 @@ def check_dead_letters_match_ledger(
             {}, {"malformed": 0, "letters": len(letters)},
         )  # fmt: skip
     stats = {
-        "malformed": len(malformed),
-        "letters": len(letters),
-        "redelivered": len(letters) - len(sources),
-        "duplicated_sources": len(duplicated),
+        "malformed": verdict.expected,
+        "letters": verdict.letters,
+        "redelivered": verdict.letters - verdict.distinct - verdict.unsourced,
+        "duplicated_sources": len(verdict.duplicated),
     }
     return found.result(
         "dead_letters_match_ledger",
-        f"{len(malformed)} malformed messages dead-lettered, each once",
+        f"{verdict.expected} malformed messages dead-lettered, each once",
         stats,
     )
 

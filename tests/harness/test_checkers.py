@@ -70,7 +70,7 @@ def test_exactly_once_valid_when_every_id_once() -> None:
     observed = Observed({f"id-{i}": 1 for i in range(5)})
     result = run_check("exactly_once", EMPTY, VALID_LEDGER, observed)
     assert result.verdict == VALID
-    assert result.stats == {"expected": 5, "rows": 5, "distinct": 5}
+    assert result.stats == {"expected": 5, "rows": 5, "distinct": 5, "unconfirmed": 0}
 
 
 def test_exactly_once_flags_lost_and_duplicated() -> None:
