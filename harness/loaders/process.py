@@ -1,6 +1,7 @@
-"""The loader as a supervised subprocess: write its config, start, kill -9, stop, restart.
+"""icefloe's loader as a supervised subprocess: write its config, start, kill -9, stop, restart.
 
-A :class:`LoaderProcess` runs ``python -m loader run --config FILE`` through
+A :class:`LoaderProcess` (a ``harness.loaders.base.Loader``) runs
+``python -m loader run --config FILE`` through
 :class:`~harness.stack.process.ManagedProcess`, so it can be killed like any service. The S3 secret
 reaches it through the environment (``ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY``), never through
 the config file or argv. A watcher thread notices when the loader exits by itself and records
@@ -12,11 +13,17 @@ Each start gets a fault-point trace file of its own (``trace-N.jsonl`` in its fo
 history: a ``loader``/``fault_landed`` event per fault that fired (its point and action), or a
 ``loader``/``fault_not_landed`` event for a start armed with a fault point that never fired.
 A fault counts where it landed, from what the loader recorded, not where it was aimed.
+
+A loader process runs the loader's own configuration model (``loader.config.LoaderConfig``):
+callers that run it for a scenario build that model directly (``harness.loaders.icefloe``).
+:class:`LoaderSettings` is the shorter record the bench, the demo and ``icefloe loader start``
+still give; :func:`loader_config` turns it into the model, taking the loader's defaults.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import threading
@@ -26,12 +33,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.loaders.base import Health, TestHooks
 from harness.loaders.config import stack_loader_config
 from harness.scenarios.history import History
 from harness.stack.process import ManagedProcess
 from loader import settings as loader_settings
 from loader.cli import EXIT_NOT_OWNER
-from loader.config import LoaderConfig, SparkConfig, env_var
+from loader.config import LoaderConfig, env_var
 from loader.faultpoints import (
     KILL_AFTER_COMMIT_ENV,
     KILL_AFTER_COMMITS_ENV,
@@ -150,27 +158,45 @@ def loader_config(settings: LoaderSettings, stack: Any, checkpoint: Path) -> Loa
     transform = loader_settings.from_mapping(
         Transform, settings.transform, "the scenario's [loader.transform]"
     )
-    # Spark's scratch folder beside the checkpoint: a loader killed with kill -9 leaves its
-    # spark-* folder there, removed with the run's folder, not in the system's temp folder.
-    local_dir = str(checkpoint.parent / "spark-local")
     config = stack_loader_config(
         stack,
         settings.table,
         settings.topics,
         kafka={"max_offsets_per_trigger": settings.max_offsets_per_trigger},
-        spark=SparkConfig(local_dir=local_dir),
         loader_id=settings.loader_id,
         trigger_interval=settings.trigger_interval_s,
         dead_letter_topic=settings.dead_letter_topic,
         lease_ttl=settings.lease_ttl_s,
-        checkpoint_location=str(checkpoint),
         exactly_once=settings.exactly_once,
         fencing=settings.fencing,
         transform=transform,
     )
+    config = placed(config, checkpoint)
     if not settings.extra:
         return config
     return loader_settings.override(config, settings.extra, "the loader's extra settings")
+
+
+def placed(config: LoaderConfig, checkpoint: Path) -> LoaderConfig:
+    """``config`` with its checkpoint at ``checkpoint`` and Spark's scratch folder beside it.
+
+    A loader killed with kill -9 leaves its ``spark-*`` folder in the scratch folder: beside
+    the checkpoint, it is removed with the run's folder, not left in the system's temp folder.
+    """
+    spark = dataclasses.replace(config.spark, local_dir=str(checkpoint.parent / "spark-local"))
+    return dataclasses.replace(config, checkpoint_location=str(checkpoint), spark=spark)
+
+
+def _hooks_of(settings: Any) -> TestHooks:
+    """The fault hooks a :class:`LoaderSettings` carries (none for a configuration)."""
+    if not isinstance(settings, LoaderSettings):
+        return TestHooks()
+    return TestHooks(
+        settings.kill_after_commit,
+        settings.self_kills,
+        settings.pause_at,
+        settings.pause_after_commits,
+    )
 
 
 def env_hooks(env: Mapping[str, str]) -> dict[str, str]:
@@ -210,25 +236,35 @@ class LoaderProcess:
     """One scenario's loader, started and stopped by the harness.
 
     Args:
-        settings: What to load and how.
+        settings: What to load and how: the loader's own configuration (its checkpoint and
+            Spark scratch folder are put in ``state_dir``), or the shorter
+            :class:`LoaderSettings`.
         stack: The stack it loads from and into.
         state_dir: Its config, checkpoint and log live here.
         history: Where starts, exits, kills and stops are recorded.
         restart_on_exit: Restart after an exit the harness did not cause.
         start_timeout_s: How long to wait for the streaming query to start.
+        hooks: Fault hooks for the first starts (with :class:`LoaderSettings`, its own).
     """
+
+    capabilities = frozenset(
+        {"kill", "freeze", "fault_points", "fencing", "dead_letters", "routes", "settings",
+         "supervised"}
+    )  # fmt: skip
 
     def __init__(
         self,
-        settings: LoaderSettings,
+        settings: LoaderSettings | LoaderConfig,
         stack: Any,
         state_dir: Path,
         history: History,
         *,
         restart_on_exit: bool = False,
         start_timeout_s: float = 180.0,
+        hooks: TestHooks | None = None,
     ) -> None:
         self.settings = settings
+        self.test_hooks = hooks if hooks is not None else _hooks_of(settings)
         self.stack = stack
         self.state_dir = state_dir
         self.history = history
@@ -252,9 +288,43 @@ class LoaderProcess:
 
     # -- lifecycle ----------------------------------------------------------
 
-    def configure(self, settings: LoaderSettings) -> None:
+    def configure(self, settings: LoaderSettings | LoaderConfig) -> None:
         """Replace the settings used by the next start (e.g. add a dead-letter topic)."""
         self.settings = settings
+
+    @property
+    def loader_id(self) -> str:
+        return self.settings.loader_id
+
+    @property
+    def dead_letter_topic(self) -> str | None:
+        return self.settings.dead_letter_topic
+
+    def config(self) -> LoaderConfig:
+        """The configuration the next start writes to its file."""
+        checkpoint = self.state_dir / "checkpoint"
+        if isinstance(self.settings, LoaderSettings):
+            return loader_config(self.settings, self.stack, checkpoint)
+        return placed(self.settings, checkpoint)
+
+    def configuration(self) -> dict[str, Any]:
+        """The configuration file the last start ran with (none yet: the next one's)."""
+        import tomllib
+
+        if self.config_file.exists():
+            return tomllib.loads(self.config_file.read_text())
+        return tomllib.loads(self.config().to_toml())
+
+    def progress(self) -> str:
+        """Where it keeps its progress: the table (offsets in each snapshot) and its Spark
+        checkpoint."""
+        return f"the table's snapshot summaries and the checkpoint {self.state_dir / 'checkpoint'}"
+
+    def health(self) -> Health:
+        """Running, and healthy once its last start logged its streaming query as started."""
+        running = self.is_running()
+        healthy = running and not self.frozen() and self.has_started()
+        return Health(running, healthy, "frozen" if running and self.frozen() else "")
 
     def start(
         self,
@@ -283,7 +353,7 @@ class LoaderProcess:
         """
         with self._lock:
             self.state_dir.mkdir(parents=True, exist_ok=True)
-            config = loader_config(self.settings, self.stack, self.state_dir / "checkpoint")
+            config = self.config()
             self.config_file.write_text(config.to_toml())
             env = dict(os.environ)
             env[SECRET_ENV] = self.stack.credentials.secret_key.reveal()
@@ -294,15 +364,13 @@ class LoaderProcess:
             if previous not in (None, self._recorded_pid) and not self.process.is_running():
                 self._record_exit(previous)  # it ended since the watcher last looked
             self._settle_exited()
-            self_kill = (
-                self.settings.kill_after_commit is not None
-                and self.starts < self.settings.self_kills
-            )
+            own = self.test_hooks
+            self_kill = own.kill_after_commit is not None and self.starts < own.self_kills
             if self_kill:
-                env[KILL_AFTER_COMMIT_ENV] = str(self.settings.kill_after_commit)
-            if self.settings.pause_at and self.starts == 0:
-                env[PAUSE_AT_ENV] = self.settings.pause_at
-                env[PAUSE_AFTER_COMMITS_ENV] = str(self.settings.pause_after_commits)
+                env[KILL_AFTER_COMMIT_ENV] = str(own.kill_after_commit)
+            if own.pause_at and self.starts == 0:
+                env[PAUSE_AT_ENV] = own.pause_at
+                env[PAUSE_AFTER_COMMITS_ENV] = str(own.pause_after_commits)
             env.update(hooks or {})
             trace = self.state_dir / f"trace-{self.starts + 1}.jsonl"
             trace.unlink(missing_ok=True)
@@ -314,13 +382,13 @@ class LoaderProcess:
                 "loader",
                 "invoke",
                 "start",
-                loader_id=self.settings.loader_id,
+                loader_id=self.loader_id,
                 trigger_interval_s=config.trigger_interval,
                 exactly_once=config.exactly_once,
                 fencing=config.fencing,
-                pause_at=self.settings.pause_at if self.starts == 0 else None,
+                pause_at=own.pause_at if self.starts == 0 else None,
                 dead_letter_topic=config.dead_letter_topic,
-                kill_after_commit=self.settings.kill_after_commit if self_kill else None,
+                kill_after_commit=own.kill_after_commit if self_kill else None,
                 hooks=dict(hooks) if hooks else None,
             )
             argv = [sys.executable, "-m", "loader", "run", "-v", "--config", str(self.config_file)]

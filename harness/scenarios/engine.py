@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.loaders.base import LoaderKind
 from harness.scenarios.client import RecordingClient
 from harness.scenarios.faults import Fault, FaultSkipped
 from harness.scenarios.faults.commits import attach_catalog_proxy
@@ -72,6 +73,8 @@ class Run:
         seed: The run's seed (every random choice derives from it).
         listener: Called with every history event (live progress).
         names: The world's names (fresh ones by default).
+        loader: The kind of loader under test (``harness.loaders.kinds``; icefloe's own by
+            default).
     """
 
     def __init__(
@@ -82,6 +85,7 @@ class Run:
         seed: int,
         listener: Callable[[Event], None] | None = None,
         names: Names | None = None,
+        loader: LoaderKind | None = None,
     ) -> None:
         self.setup_spec = setup
         self.stack = stack
@@ -91,9 +95,12 @@ class Run:
         self.names = names or Names.fresh(setup.name, setup.dead_letter)
         self.history = History(run_dir / "history.jsonl", listener=listener)
         self.client = RecordingClient(stack, self.history)
+        # A kind whose dead letters carry other header names (Kafka Connect's) names them
+        # as icefloe's loader does, so the dead-letter checks read every kind alike.
+        self.client.dead_letter_headers = getattr(loader, "dead_letter_headers", None)
         self.world = World(self.names, self.client, setup.partitions, setup.extra_columns)
         self.loaders = LoaderControl(
-            self.names, stack, run_dir, self.history, setup.loader, self.rng
+            self.names, stack, run_dir, self.history, setup.loader, self.rng, loader
         )
         self.traffic = Traffic(
             stack.bootstrap_servers, self.names.topic, run_dir, self.history, seed
@@ -328,7 +335,7 @@ class Run:
             visible=len(seen),
             missing=missing,
         )
-        settle = 2 * self.loaders.options.trigger_interval_s if settle_s is None else settle_s
+        settle = self.loaders.settle_s() if settle_s is None else settle_s
         time.sleep(settle)
         return missing
 

@@ -1,10 +1,16 @@
 """The run's loaders: the one that loads now, its successors, and those it replaced.
 
-A run has one current loader (a supervised ``python -m loader`` process, see
-``harness.loaders.process``). It is started, stopped and killed through :class:`LoaderControl`;
-a zombie-writer fault starts a *successor* (another loader id, its own checkpoint), which
-becomes the current loader, and keeps the frozen one aside until it is thawed and steps down.
-The scenario's ``[loader]`` table is :class:`LoaderOptions`, checked when the file is read.
+A run has one current loader, of the kind the run was given (``--loader``: icefloe's own, the
+Kafka Connect sink, a command line; ``harness.loaders``), driven through the loader interface
+(``harness.loaders.base.Loader``) only. It is started, stopped and killed through
+:class:`LoaderControl`; a zombie-writer fault starts a *successor* (another loader id, its own
+state), which becomes the current loader, and keeps the frozen one aside until it is thawed and
+steps down.
+
+The scenario's ``[loader]`` table is :class:`LoaderOptions`, checked when the file is read. Its
+loader settings are icefloe's own, by the loader's keys (:data:`SETTING_KEYS`); one left out
+is not given at all, so the loader's own default applies (``loader/config.py``), or the
+harness's where it means something else (``harness.loaders.icefloe.HARNESS_SETTINGS``).
 """
 
 from __future__ import annotations
@@ -17,12 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.loaders.process import LoaderProcess, LoaderSettings
+from harness.loaders.base import Capability, Loader, LoaderKind, LoaderTarget, TestHooks
+from harness.loaders.icefloe import IcefloeKind
 from harness.scenarios.history import History
 from harness.scenarios.world import Names
+from loader import settings as loader_settings
+from loader.config import LoaderConfig
 from loader.faultpoints import PAUSE_POINTS
 
-__all__ = ["LoaderControl", "LoaderOptions"]
+__all__ = ["SETTING_KEYS", "LoaderControl", "LoaderOptions"]
 
 PausePoint = Literal["planned", "write", "publish", "random"]
 
@@ -30,13 +39,28 @@ PausePoint = Literal["planned", "write", "publish", "random"]
 ROUTES = ("catalog_proxy", "toxiproxy")
 """The fault points a scenario's loader can be put behind (``LoaderOptions.via``)."""
 
+SETTING_KEYS = {
+    "trigger_interval_s": "trigger_interval",
+    "exactly_once": "exactly_once",
+    "fencing": "fencing",
+    "max_offsets_per_trigger": "kafka.max_offsets_per_trigger",
+    "lease_ttl_s": "lease_ttl",
+    "max_record_bytes": "max_record_bytes",
+}
+"""The loader setting (its dotted key in ``loader/config.py``) each ``[loader]`` key sets."""
+
+TUNING = ("trigger_interval_s", "max_offsets_per_trigger")
+"""``[loader]`` settings that tune icefloe's batches; another kind batches its own way and is
+given neither (a scenario setting them still applies to it). The other settings change what
+icefloe does (``Capability.SETTINGS``)."""
+
 
 @dataclass(frozen=True)
 class LoaderOptions:
     """A scenario's loader settings (``[loader]``); the stack supplies the rest.
 
-    Each default is the harness loader's (``LoaderSettings``), which is the loader's own but
-    for the batch cap.
+    A loader setting left unset (``None``) is not given: the loader's own default applies,
+    or the harness's (``harness.loaders.icefloe.HARNESS_SETTINGS``: no batch cap).
 
     Attributes:
         trigger_interval_s: Seconds per micro-batch.
@@ -44,12 +68,12 @@ class LoaderOptions:
         fencing: ``False`` turns the commit fence off (a break).
         dead_letter: Use the run's dead-letter topic (else halt on a malformed record).
         max_offsets_per_trigger: Cap on records per batch (the loader's maximum rate is this
-            over the trigger interval).
+            over the trigger interval); ``0``: no cap.
         transform: The loader's ``[transform]`` table.
-        max_record_bytes: The loader's payload limit (``None``: the loader's).
+        max_record_bytes: The loader's payload limit.
         kill_after_commit: The first starts SIGKILL themselves after this many commits.
         self_kills: How many starts get ``kill_after_commit``.
-        lease_ttl_s: The lease (``None``: the loader's, from the trigger interval).
+        lease_ttl_s: The lease (the loader's default derives it from the trigger interval).
         pause_at: The first start freezes itself at this point of a batch (``random``: a
             point drawn from the run's seed).
         pause_after_commits: Commits before the pause can fire.
@@ -62,16 +86,16 @@ class LoaderOptions:
             publisher keep connecting directly.
     """
 
-    trigger_interval_s: float = LoaderSettings.trigger_interval_s
-    exactly_once: bool = LoaderSettings.exactly_once
-    fencing: bool = LoaderSettings.fencing
+    trigger_interval_s: float | None = None
+    exactly_once: bool | None = None
+    fencing: bool | None = None
     dead_letter: bool = True
-    max_offsets_per_trigger: int | None = LoaderSettings.max_offsets_per_trigger
+    max_offsets_per_trigger: int | None = None
     transform: dict[str, Any] = field(default_factory=dict)
     max_record_bytes: int | None = None
     kill_after_commit: int | None = None
-    self_kills: int = LoaderSettings.self_kills
-    lease_ttl_s: float | None = LoaderSettings.lease_ttl_s
+    self_kills: int = TestHooks.self_kills
+    lease_ttl_s: float | None = None
     pause_at: PausePoint | None = None
     pause_after_commits: int = 0
     restart_on_exit: bool = False
@@ -82,15 +106,61 @@ class LoaderOptions:
         unknown = sorted(set(self.via) - set(ROUTES))
         if unknown:
             raise ValueError(f"via: unknown {unknown}; known: {list(ROUTES)}")
-        if self.trigger_interval_s <= 0 or (self.lease_ttl_s is not None and self.lease_ttl_s <= 0):
-            raise ValueError("trigger_interval_s and lease_ttl_s must be > 0")
+        for name in ("trigger_interval_s", "lease_ttl_s"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be > 0")
+
+    @property
+    def trigger_s(self) -> float:
+        """The trigger interval icefloe's loader runs with (its own default when unset)."""
+        if self.trigger_interval_s is not None:
+            return self.trigger_interval_s
+        return float(loader_settings.default(LoaderConfig, "trigger_interval"))
 
     @property
     def max_rate(self) -> float | None:
         """Messages per second the loader takes at most (None: no cap)."""
-        if self.max_offsets_per_trigger is None:
+        if not self.max_offsets_per_trigger:
             return None
-        return self.max_offsets_per_trigger / self.trigger_interval_s
+        return self.max_offsets_per_trigger / self.trigger_s
+
+    def loader_settings(self, *, tuning: bool = True) -> dict[str, Any]:
+        """The icefloe loader settings these options set, by the loader's dotted keys.
+
+        Args:
+            tuning: Include the batch tuning (``TUNING``); another kind is given none.
+        """
+        out: dict[str, Any] = {
+            key: getattr(self, name)
+            for name, key in SETTING_KEYS.items()
+            if getattr(self, name) is not None and (tuning or name not in TUNING)
+        }
+        if self.transform:
+            out["transform"] = dict(self.transform)
+        out.update(self.settings)
+        return out
+
+    def hooks(self) -> TestHooks:
+        """The test hooks these options give the first starts."""
+        return TestHooks(
+            self.kill_after_commit, self.self_kills, self.pause_at, self.pause_after_commits
+        )
+
+    def needs(self) -> dict[Capability, str]:
+        """What a loader needs to run with these options: capability -> why."""
+        out: dict[Capability, str] = {}
+        changing = [n for n in self.loader_settings(tuning=False) if n not in self.settings]
+        if changing or self.settings:
+            named = sorted({*changing, *self.settings})
+            out[Capability.SETTINGS] = f"icefloe loader settings {', '.join(named)}"
+        if self.kill_after_commit is not None or self.pause_at is not None:
+            out[Capability.FAULT_POINTS] = "[loader] kill_after_commit/pause_at (a fault point)"
+        if self.via:
+            out[Capability.ROUTES] = f"[loader] via = {list(self.via)} (fault proxies)"
+        if self.restart_on_exit:
+            out[Capability.SUPERVISED] = "[loader] restart_on_exit (a supervisor)"
+        return out
 
 
 class LoaderControl:
@@ -103,6 +173,7 @@ class LoaderControl:
         history: Where starts, exits, kills and stops are recorded.
         options: The scenario's loader settings.
         rng: The run's seeded random source (draws ``pause_at = "random"``).
+        kind: The kind of loader under test (icefloe's own by default).
     """
 
     def __init__(
@@ -113,6 +184,7 @@ class LoaderControl:
         history: History,
         options: LoaderOptions,
         rng: random.Random,
+        kind: LoaderKind | None = None,
     ) -> None:
         if options.pause_at == "random":
             options = dataclasses.replace(options, pause_at=rng.choice(PAUSE_POINTS))  # type: ignore[arg-type]
@@ -121,43 +193,45 @@ class LoaderControl:
         self.run_dir = run_dir
         self.history = history
         self.options = options
+        self.kind: LoaderKind = kind or IcefloeKind()
         self.successors = 0
-        self.retired: list[LoaderProcess] = []
+        self.retired: list[Loader] = []
         self._armed: dict[str, str] = {}
         self._expect: tuple[int, ...] = ()
         self.routes: dict[str, str] = {}
-        self.current = LoaderProcess(
-            self.settings(),
-            stack,
-            run_dir / "loader",
-            history,
-            restart_on_exit=options.restart_on_exit,
+        self.current: Any = self.kind.make(
+            self.target(f"scen-{names.topic}", run_dir / "loader"), stack, history
         )
 
-    def settings(self, loader_id: str | None = None) -> LoaderSettings:
-        """The loader settings the options give (for ``loader_id``, else the first loader's)."""
+    def target(self, loader_id: str, state_dir: Path, *, hooks: bool = True) -> LoaderTarget:
+        """What loader ``loader_id`` loads and how, as the options say.
+
+        Args:
+            loader_id: Its id.
+            state_dir: Its folder.
+            hooks: Give it the options' test hooks (a successor gets none).
+        """
         o = self.options
-        return LoaderSettings(
-            loader_id=loader_id or f"scen-{self.names.topic}",
+        own = Capability.SETTINGS in self.kind.capabilities
+        return LoaderTarget(
+            loader_id=loader_id,
             table=self.names.table,
             topics=(self.names.topic,),
             dead_letter_topic=self.names.dead_letter_topic if o.dead_letter else None,
-            trigger_interval_s=o.trigger_interval_s,
-            exactly_once=o.exactly_once,
-            max_offsets_per_trigger=o.max_offsets_per_trigger,
-            transform=dict(o.transform),
-            extra={
-                **({"max_record_bytes": o.max_record_bytes} if o.max_record_bytes else {}),
-                **o.settings,
-                **self.routes,
-            },
-            kill_after_commit=o.kill_after_commit,
-            self_kills=o.self_kills,
-            lease_ttl_s=o.lease_ttl_s,
-            fencing=o.fencing,
-            pause_at=o.pause_at,
-            pause_after_commits=o.pause_after_commits,
+            state_dir=state_dir,
+            endpoints=dict(self.routes),
+            settings=o.loader_settings(tuning=own) if own else {},
+            hooks=o.hooks() if hooks else TestHooks(),
+            restart_on_exit=o.restart_on_exit,
         )
+
+    def settle_s(self) -> float:
+        """How long to wait after the last expected row is visible (the kind's measure)."""
+        return self.kind.settle_s(self.target(self.current.loader_id, self.current.state_dir))
+
+    def _retarget(self) -> None:
+        current = self.current
+        self.kind.retarget(current, self.target(current.loader_id, current.state_dir))
 
     # -- the current loader ------------------------------------------------------
 
@@ -184,7 +258,9 @@ class LoaderControl:
         """
         hooks, self._armed = self._armed, {}
         expect, self._expect = self._expect, ()
-        return self.current.start(wait=wait, track=not wait, hooks=hooks, expect_codes=expect)
+        return float(
+            self.current.start(wait=wait, track=not wait, hooks=hooks, expect_codes=expect)
+        )
 
     def stop(self) -> None:
         """Stop the current loader gracefully."""
@@ -192,7 +268,7 @@ class LoaderControl:
 
     def kill(self) -> int | None:
         """kill -9 the current loader; return the pid killed."""
-        return self.current.kill()
+        return self.current.kill()  # type: ignore[no-any-return]
 
     def restart(self, *, kill: bool = False, fresh_checkpoint: bool = False) -> float:
         """Stop (or kill) the current loader and start it again.
@@ -216,45 +292,40 @@ class LoaderControl:
     def configure(self, changes: Mapping[str, Any]) -> None:
         """Change loader options for the next start of the current loader."""
         self.options = dataclasses.replace(self.options, **dict(changes))
-        self.current.configure(self.settings(self.current.settings.loader_id))
+        self._retarget()
         self.history.record("loader", "info", "configured", **dict(changes))
 
     def route(self, routes: Mapping[str, str]) -> None:
         """Point the loader's endpoints (``kafka.bootstrap``, ``catalog.uri``,
         ``catalog.s3_endpoint``) at fault proxies, for every start from now on."""
         self.routes = dict(routes)
-        self.current.configure(self.settings(self.current.settings.loader_id))
+        self._retarget()
         self.history.record("loader", "info", "routed", **self.routes)
 
     def is_running(self) -> bool:
-        return self.current.is_running()
+        return bool(self.current.is_running())
 
     # -- successors -----------------------------------------------------------------
 
-    def start_successor(self, *, wait: bool = True) -> tuple[LoaderProcess, float]:
-        """Start a second loader (another loader id, its own checkpoint) on the same table.
+    def start_successor(self, *, wait: bool = True) -> tuple[Loader, float]:
+        """Start a second loader (another loader id, its own state) on the same table.
 
         The new loader becomes the current one; the one it replaces is returned (to be thawed
         and retired), with the seconds the new one took to start.
         """
         previous = self.current
         self.successors += 1
-        settings = dataclasses.replace(
-            self.settings(f"scen-{self.names.topic}-{self.successors}"),
-            pause_at=None,
-            kill_after_commit=None,
-        )
-        self.current = LoaderProcess(
-            settings,
-            self.stack,
+        target = self.target(
+            f"scen-{self.names.topic}-{self.successors}",
             self.run_dir / f"loader-{self.successors}",
-            self.history,
-            restart_on_exit=previous.restart_on_exit,
+            hooks=False,
         )
+        target = dataclasses.replace(target, restart_on_exit=previous.restart_on_exit)
+        self.current = self.kind.make(target, self.stack, self.history)
         previous.restart_on_exit = False  # replaced: its supervisor must not bring it back
         self.retired.append(previous)
         # Hooks armed for the next restart stay armed: a successor starts without any.
-        return previous, self.current.start(wait=wait, track=not wait)
+        return previous, float(self.current.start(wait=wait, track=not wait))
 
     def close(self) -> None:
         """Stop every loader of the run (the current one and those it replaced)."""

@@ -62,6 +62,7 @@ class RunOptions:
         reports_dir: Where the run's folder (history, ledgers, loader log) goes.
         keep: Keep topics and the table afterwards (for inspection).
         listener: Called with every history event (live progress).
+        loader: The kind of loader under test (``harness.loaders.kinds``; None: icefloe's).
     """
 
     seed: int | None = None
@@ -69,6 +70,7 @@ class RunOptions:
     reports_dir: Path = Path("reports")
     keep: bool = False
     listener: Callable[[Event], None] | None = None
+    loader: Any = None
 
 
 @dataclass
@@ -220,7 +222,10 @@ class _ScenarioRun:
         label = scenario.name + (f"-break-{self.brk}" if self.brk else "")
         names = Names.fresh(scenario.name, scenario.dead_letter)
         self.run_dir = options.reports_dir / "runs" / f"{stamp}-{label}-{names.suffix}"
-        self.run = Run(setup, stack, self.run_dir, self.seed, options.listener, names=names)
+        self.run = Run(
+            setup, stack, self.run_dir, self.seed, options.listener, names=names,
+            loader=options.loader,
+        )  # fmt: skip
         self.step_times: list[tuple[str, float]] = []
 
     def _save(self) -> None:

@@ -18,7 +18,7 @@ class Growing:
         self.step, self.stall_at, self.calls = step, stall_at, 0
         self.history = History()
         self.traffic = SimpleNamespace(wait=lambda: None)
-        self.loaders = SimpleNamespace(options=SimpleNamespace(trigger_interval_s=0.0))
+        self.loaders = SimpleNamespace(settle_s=lambda: 0.0)
 
     def expected_ids(self) -> set[str]:
         return set(self.ids)

@@ -111,7 +111,8 @@ def test_a_harness_loader_takes_the_loaders_defaults(
         assert getattr(cfg, key) == default(LoaderConfig, key), key
     assert settings.trigger_interval_s == cfg.trigger_interval
     options = LoaderOptions()
-    assert (options.trigger_interval_s, options.lease_ttl_s) == (cfg.trigger_interval, None)
+    assert options.loader_settings() == {}  # nothing set: the loader's own defaults apply
+    assert options.trigger_s == cfg.trigger_interval
     # The one harness default of its own: no batch limit (NO_BATCH_LIMIT says why).
     assert settings.max_offsets_per_trigger is None and options.max_rate is None
     for name, key in process.LOADER_KEYS.items():
@@ -206,3 +207,47 @@ def test_loader_start_flags_become_the_loaders_settings(
         settings_from_flags("w", {"table": "lake.s.t"}, lambda: 1)
     with pytest.raises(ConfigError, match=r"trigger_interval \(from the command line\)"):
         settings_from_flags("w", {**flags, "trigger_interval": "soon"}, lambda: 1)
+
+
+def test_a_scenario_loader_is_the_loaders_own_config_with_its_defaults(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scenario's [loader] table becomes the loader's own model: what it leaves out is the
+    loader's default, what it sets is read by the loader's codecs, and the file says so."""
+    from harness.loaders.base import LoaderTarget
+    from harness.loaders.icefloe import IcefloeKind
+    from harness.loaders.process import SECRET_ENV, placed
+    from harness.scenarios.loaders import LoaderOptions
+    from loader.config import LoaderConfig, load_config
+    from loader.settings import default
+
+    stack = _offline(tmp_path, monkeypatch)
+    kind = IcefloeKind()
+
+    def config(options: LoaderOptions) -> LoaderConfig:
+        target = LoaderTarget(
+            "l1", "lake.s.t", ("t",), "t.dlq", tmp_path, settings=options.loader_settings()
+        )
+        return placed(kind.config(target, stack), tmp_path / "checkpoint")
+
+    plain = config(LoaderOptions())
+    for key in ("trigger_interval", "lease_ttl", "exactly_once", "fencing", "max_record_bytes"):
+        assert getattr(plain, key) == default(LoaderConfig, key), key
+    assert plain.kafka.max_offsets_per_trigger is None  # the harness's own: no cap
+    assert plain.dead_letter_topic == "t.dlq" and plain.checkpoint_location.endswith("checkpoint")
+    tuned = config(
+        LoaderOptions(
+            trigger_interval_s=2.0, max_offsets_per_trigger=300, lease_ttl_s=8.0,
+            exactly_once=False, transform={"unnest": "/data"},
+            settings={"catalog.read_timeout": "4s"},
+        )
+    )  # fmt: skip
+    assert (tuned.trigger_interval, tuned.lease_ttl, tuned.exactly_once) == (2.0, 8.0, False)
+    assert tuned.kafka.max_offsets_per_trigger == 300 and tuned.catalog.read_timeout == 4.0
+    assert tuned.transform.unnest == "/data"
+    for cfg in (plain, tuned):
+        path = tmp_path / "loader.toml"
+        path.write_text(cfg.to_toml())
+        assert load_config(path, env={SECRET_ENV: "s3cr3t"}) == cfg
+    trigger = default(LoaderConfig, "trigger_interval")
+    assert kind.settle_s(LoaderTarget("l", "t", ("t",), None, tmp_path)) == 2 * trigger
