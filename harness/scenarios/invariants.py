@@ -37,7 +37,7 @@ from harness.scenarios.checkers import (
 )
 from harness.scenarios.compare import compare_dead_letters, coordinates, letter_source
 from harness.scenarios.history import Event, History, select
-from harness.scenarios.observe import dead_letters, removed_by_retention
+from harness.scenarios.observe import dead_letters, read_errors, removed_by_retention
 from publisher.ledger import LedgerEntry
 
 __all__ = ["LedgerIndex", "LiveJudge", "live_anomalies", "main_commits"]
@@ -154,10 +154,25 @@ def check_live_invariants(
     history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
 ) -> CheckResult:
     """The live rules replayed over the whole run: no read ever saw an id twice, an id that was
-    not published, or a valid message in the dead-letter topic."""
+    not published, or a valid message in the dead-letter topic.
+
+    Reads that failed (``read_errors``, per read) are counted and named in the summary: a run
+    whose monitor could not read judged less than its rounds suggest.
+
+    Returns:
+        ``invalid`` with ``duplicated``, ``unexpected`` or ``misrouted``; ``unknown`` when no
+        read of the table succeeded during the run.
+    """
     reads = [e for e in select(history, "read", phase="ok") if e.name in ("ids", "duplicates")]
+    errors = read_errors(history)
+    failed = sum(errors.values())
+    failures = ", ".join(f"{n} {name}" for name, n in sorted(errors.items()))
+    stats = {"reads": len(reads), "read_errors": failed}
+    stats.update({f"failed_{k}": n for k, n in sorted(errors.items())})
     if not reads:
-        return CheckResult("live_invariants", UNKNOWN, "the table was never read during the run")
+        why = f" ({failed} reads failed: {failures})" if failed else ""
+        summary = f"the table was never read during the run{why}"
+        return CheckResult("live_invariants", UNKNOWN, summary, {}, stats)
     found = Found()
     for name, a in live_anomalies(history, LedgerIndex(ledger)).items():
         for example in a["examples"]:
@@ -165,8 +180,9 @@ def check_live_invariants(
         found.anomalies[name].count = a["count"]
     return found.result(
         "live_invariants",
-        f"{len(reads)} reads during the run, none broke a rule",
-        {"reads": len(reads)},
+        f"{len(reads)} reads during the run, none broke a rule"
+        + (f"; {failed} reads failed ({failures})" if failed else ""),
+        stats,
     )
 
 

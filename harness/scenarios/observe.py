@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ __all__ = [
     "ledger_entries",
     "observed",
     "phases",
+    "read_errors",
     "removed_by_retention",
     "table_counts",
 ]
@@ -80,6 +82,16 @@ def removed_by_retention(history: Iterable[Event]) -> set[str]:
     for event in select(history, "read", "retention_removed", "ok"):
         out.update(event.data.get("values") or ())
     return out
+
+
+def read_errors(history: Iterable[Event]) -> dict[str, int]:
+    """Reads that failed, per read (``ids``, ``duplicates``, ``commits``, ``dead_letters``...).
+
+    The live monitor tries again next round when a read fails (a service down, a query that
+    timed out); every failure is still recorded (``read``/``fail``), and counted here so a run
+    whose monitor read little says so instead of passing quietly.
+    """
+    return dict(Counter(e.name for e in select(history, "read", phase="fail")))
 
 
 def table_counts(history: Iterable[Event]) -> dict[str, int]:

@@ -2,8 +2,9 @@
 
 Each run gets a Markdown report (the scenario, its seed and replay command, its timeline picture
 (``timeline.png``, see ``harness.scenarios.timeline``), the steps with timings, the faults per
-kind and each one's window, each check's verdict, anomalies and numbers) next to its history. A set
-of runs gets one JUnit XML file, so CI shows each scenario as a test case.
+kind and each one's window, the reads that failed, each check's verdict, anomalies and numbers)
+next to its history. A set of runs gets one JUnit XML file, so CI shows each scenario as a test
+case.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from xml.etree import ElementTree as ET
 from harness.scenarios.checkers import fault_windows
 from harness.scenarios.history import select
 from harness.scenarios.model import SCENARIO_DIR
-from harness.scenarios.observe import ledger_entries
+from harness.scenarios.observe import ledger_entries, read_errors
 from harness.scenarios.runner import RunResult
 from harness.scenarios.timeline import draw
 
@@ -104,6 +105,10 @@ def markdown(result: RunResult) -> str:
             for name, inject, heal in windows:
                 healed = f"{heal - inject:.1f}" if heal is not None else "never"
                 lines.append(f"| {name} | {inject - start:.1f} | {healed} |")
+        errors = read_errors(history)
+        if errors:
+            lines += ["", "## Reads that failed", "", "| read | failures |", "|---|---|"]
+            lines += [f"| {name} | {n} |" for name, n in sorted(errors.items())]
         exits = select(history, "loader", "exit")
         starts = select(history, "loader", "start", "ok")
         lines += [

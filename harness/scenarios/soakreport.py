@@ -4,7 +4,8 @@ verdicts, the picture.
 Faults are counted where they landed, from the history (``harness.scenarios.landed``): a
 loader fault at a fault point by the point its trace names (``kill planned``), grouped by
 where in a batch that is (inside a batch, during the commit request, after a commit, at the
-start-up's take-over); one armed whose point never fired as not landed; traffic as load.
+start-up's take-over); one armed whose point never fired as not landed; traffic as load. The
+reads of the live monitor that failed are counted per read.
 
 ``report.md`` and ``timeline.png`` go into the soak's run folder next to its history, so the
 verdicts can be recomputed there later (``icefloe scenario check`` works on chapters written
@@ -19,7 +20,7 @@ from pathlib import Path
 
 from harness.scenarios.history import History
 from harness.scenarios.landed import BANDS, FaultCounts
-from harness.scenarios.observe import ledger_entries
+from harness.scenarios.observe import ledger_entries, read_errors
 from harness.scenarios.soak import SoakResult
 from harness.scenarios.timeline import draw
 
@@ -142,6 +143,9 @@ def write(result: SoakResult) -> Path:
         "|---|---|---|",
     ]
     lines += [f"| {c.check} | {c.verdict} | {c.summary} |" for c in result.checks]
+    errors = read_errors(history)
+    lines += ["", "## Reads that failed (the live monitor tries again next round)", ""]
+    lines += [f"- {name}: {n}" for name, n in sorted(errors.items())] or ["- none"]
     if result.failure:
         lines += ["", f"**Failure:** {result.failure}"]
     if result.written:

@@ -303,3 +303,20 @@ def test_one_owner_takes_an_unseen_claim_as_a_take_over() -> None:
 def test_one_owner_unknown_without_loader_commits() -> None:
     assert check("one_owner", hist()).verdict == UNKNOWN
     assert check("one_owner", hist(commits(commit(1, None)))).verdict == UNKNOWN
+
+
+# -- read errors of the live monitor --------------------------------------------------
+
+
+def test_read_errors_are_counted_and_named() -> None:
+    from harness.scenarios.observe import read_errors
+
+    failed = ("read", "fail", "ids", {"error": "connection refused"})
+    ok_read = ("read", "ok", "ids", {"added": [eid(0)]})
+    history = hist(failed, failed, ("read", "fail", "dead_letters", {"error": "x"}), ok_read)
+    assert read_errors(history) == {"ids": 2, "dead_letters": 1}
+    result = check("live_invariants", history)
+    assert result.verdict == VALID and result.stats["read_errors"] == 3
+    assert "3 reads failed (1 dead_letters, 2 ids)" in result.summary
+    never = check("live_invariants", hist(failed))
+    assert never.verdict == UNKNOWN and "1 reads failed" in never.summary
