@@ -1,12 +1,14 @@
-"""`icefloe bench`: the loader beside its ceiling and a hand-written baseline, in one run.
+"""`icefloe bench`: the loader beside two bounds, two baselines and a peer, in one run.
 
 options.py    what a run measures and how big it is (the command line, parsed and checked)
 stats.py      percentiles, rates and ratios: pure functions
 report.py     the figures of a run as JSON, Markdown tables and a PNG chart
 workload.py   reference rows, topics, tables, publishing and "visible in Trino"
-ceiling.py    raw consume rate and parse-to-Parquet rate of the same messages
+stages.py     raw consume (a bound) and parse to Parquet in Python (a baseline), of the messages
+engine.py     the engine's own cost (a bound): Spark, the loader's JVM decoder, Iceberg append
 baseline.py   confluent-kafka + pyiceberg, appending every N seconds (not exactly-once)
 loaders.py    the loader on a backlog: local mode and a two-worker standalone cluster
+peers.py      the Apache Iceberg Kafka Connect sink on the same backlog
 freshness.py  publish-to-visible percentiles and data files per hour at a steady rate
 run.py        one run: every part in turn on one stack, then the report
 """

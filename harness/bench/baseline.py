@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.bench.report import BASELINE, Throughput
-from harness.bench.workload import watch_until_visible
+from harness.bench.workload import data_files, watch_until_visible
 
 
 def load(stack: Any, table_name: str, topic: str, rows: int, every_s: float) -> None:
@@ -104,6 +104,7 @@ def run_baseline(
         seen.first_seconds,
         seen.first_rows,
         detail="one process, json.loads, append + offset commit; not exactly-once",
+        files=data_files(stack, table),
     )
 
 

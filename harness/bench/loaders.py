@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.bench.report import LOADER, Throughput
-from harness.bench.workload import Visibility, watch_until_visible
+from harness.bench.workload import Visibility, data_files, watch_until_visible
 from harness.loaders.cluster import (
     Daemon,
     python_children,
@@ -101,6 +101,8 @@ def run_local(
     ready_text = f', "starting" after {ready:.1f} s' if ready is not None else ""
     ready_text += _tuned(tuning)
     return _throughput(
+        stack,
+        table,
         "loader_local",
         "loader, local[2]",
         rows,
@@ -171,6 +173,8 @@ def run_cluster(
         finally:
             submit.stop(signal.SIGKILL, timeout_s=10)
     return _throughput(
+        stack,
+        table,
         "loader_cluster",
         f"loader, standalone cluster ({WORKERS} workers x 1 core)",
         rows,
@@ -191,7 +195,17 @@ def _tuned(tuning: Mapping[str, Any] | None) -> str:
     return text
 
 
-def _throughput(key: str, label: str, rows: int, seen: Visibility, detail: str) -> Throughput:
+def _throughput(
+    stack: Any, table: str, key: str, label: str, rows: int, seen: Visibility, detail: str
+) -> Throughput:
     return Throughput(
-        key, label, LOADER, rows, seen.all_seconds, seen.first_seconds, seen.first_rows, detail
+        key,
+        label,
+        LOADER,
+        rows,
+        seen.all_seconds,
+        seen.first_seconds,
+        seen.first_rows,
+        detail,
+        files=data_files(stack, table),
     )

@@ -1,7 +1,11 @@
 """What one `icefloe bench` run measures and how big it is.
 
 The parts can be skipped one by one (``--skip cluster,freshness``) so that a quick run fits in a
-few minutes; the sizes (``--rows``, ``--freshness-seconds``) shrink the rest.
+few minutes; the sizes (``--rows``, ``--freshness-seconds``, ``--window-days 1``) shrink the
+rest. ``--loader`` names the loaders measured on the backlog: icefloe's own always (the bounds'
+ratios are its), and the Apache Iceberg Kafka Connect sink with ``kafka-connect``, which the
+default (``auto``) adds when the sink is provisioned. ``--repeat N`` measures every backlog
+figure N times and reports the median and the spread.
 """
 
 from __future__ import annotations
@@ -14,14 +18,25 @@ from typing import Any
 
 from loader.config import DEFAULT_FIRST_SLICE_RECORDS, DEFAULT_JIT, JVM_COMPILERS
 
-CEILING = "ceiling"
+RAW = "raw"
+ENGINE = "engine"
+PARQUET = "parquet"
 BASELINE = "baseline"
 LOCAL = "local"
 CLUSTER = "cluster"
 FRESHNESS = "freshness"
-PARTS: tuple[str, ...] = (CEILING, BASELINE, LOCAL, CLUSTER, FRESHNESS)
+PARTS: tuple[str, ...] = (RAW, ENGINE, PARQUET, BASELINE, LOCAL, CLUSTER, FRESHNESS)
+BACKLOG_PARTS: tuple[str, ...] = (RAW, ENGINE, PARQUET, BASELINE, LOCAL, CLUSTER)
 
-DEFAULT_ROWS = 2_000_000
+ICEFLOE = "icefloe"
+KAFKA_CONNECT = "kafka-connect"
+AUTO = "auto"
+LOADERS: tuple[str, ...] = (ICEFLOE, KAFKA_CONNECT)
+"""What ``--loader`` names: icefloe's loader, the Kafka Connect sink; ``auto`` is the default."""
+
+DEFAULT_ROWS = 1_000_000
+DEFAULT_WINDOWS: tuple[float, ...] = (1.0, 30.0)
+"""The two backlog shapes: event times within one day (one table partition), over 30 days."""
 DEFAULT_RATES: tuple[int, ...] = (1000, 5000)
 DEFAULT_TRIGGERS: tuple[float, ...] = (1.0, 5.0)
 
@@ -31,17 +46,20 @@ class BenchOptions:
     """One run's settings.
 
     Attributes:
-        rows: reference rows in the backlog (ceiling, baseline, loader).
+        rows: reference rows in each backlog.
         per_trigger: the loader's ``max_offsets_per_trigger`` on the backlog.
         baseline_every_s: the baseline appends what it consumed this often.
         freshness_seconds: how long each freshness setting publishes.
         rates: freshness publish rates, messages per second.
         triggers: freshness trigger intervals, seconds.
-        window_days: the rows' event times span this many days before now.
+        window_days: the backlog shapes: for each, a backlog whose event times span this many
+            days before now (freshness publishes with the first).
         jit: the local loaders' ``[spark] jit`` (the cluster's JVMs are spark-submit's).
         first_slice: the loaders' ``[kafka] first_slice_records`` (0: no slice).
         skip: parts not to run.
         out: where the JSON, Markdown and PNG go (None: under the run directory).
+        loaders: ``("auto",)``, or the loaders named (``icefloe``, ``kafka-connect``).
+        repeat: how many times each backlog figure is measured (the median is reported).
     """
 
     rows: int = DEFAULT_ROWS
@@ -50,15 +68,23 @@ class BenchOptions:
     freshness_seconds: float = 60.0
     rates: tuple[int, ...] = DEFAULT_RATES
     triggers: tuple[float, ...] = DEFAULT_TRIGGERS
-    window_days: float = 1.0
+    window_days: tuple[float, ...] = DEFAULT_WINDOWS
     jit: str = DEFAULT_JIT
     first_slice: int = DEFAULT_FIRST_SLICE_RECORDS
     skip: frozenset[str] = field(default_factory=frozenset)
     out: Path | None = None
+    loaders: tuple[str, ...] = (AUTO,)
+    repeat: int = 1
 
     def runs(self, part: str) -> bool:
         """Whether ``part`` (one of ``PARTS``) is measured."""
         return part not in self.skip
+
+    def kafka_connect(self, provisioned: bool) -> bool:
+        """Whether the Kafka Connect sink is measured, given whether its jars are in the cache."""
+        if KAFKA_CONNECT in self.loaders:
+            return True
+        return AUTO in self.loaders and provisioned
 
     def tuning(self, *, local: bool = True) -> dict[str, Any]:
         """The loader settings this run sets, as sections: ``[spark] jit`` only for a loader
@@ -99,6 +125,17 @@ def _skip(text: str) -> frozenset[str]:
             f"unknown part(s) {', '.join(unknown)}: choose from {', '.join(PARTS)}"
         )
     return parts
+
+
+def _loaders(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    unknown = sorted(set(names) - {*LOADERS, AUTO})
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown loader(s) {', '.join(unknown) or text!r}: choose from "
+            f"{', '.join((*LOADERS, AUTO))}"
+        )
+    return names
 
 
 def _list(kind: Callable[[str], Any]) -> Callable[[str], tuple[Any, ...]]:
@@ -152,9 +189,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--window-days",
-        type=_positive_float,
+        type=_list(float),
         default=d.window_days,
-        help=f"event times span this many days before now ({d.window_days:g})",
+        help=(
+            "backlog shapes: event times span this many days before now, one backlog each, "
+            "comma-separated (1,30)"
+        ),
+    )
+    parser.add_argument(
+        "--loader",
+        type=_loaders,
+        default=d.loaders,
+        help=(
+            "loaders measured on the backlog, comma-separated: icefloe (always measured), "
+            "kafka-connect (the Iceberg Kafka Connect sink, provisioned if missing); auto "
+            "(default): kafka-connect too when it is provisioned"
+        ),
+    )
+    parser.add_argument(
+        "--repeat",
+        type=_positive_int,
+        default=d.repeat,
+        help="measure every backlog figure this many times; report the median and spread (1)",
     )
     parser.add_argument(
         "--jit",
@@ -191,6 +247,8 @@ def from_args(args: argparse.Namespace) -> BenchOptions:
         first_slice=args.first_slice,
         skip=args.skip,
         out=args.out,
+        loaders=tuple(args.loader),
+        repeat=args.repeat,
     )
 
 
@@ -212,10 +270,12 @@ def command_line(options: BenchOptions) -> str:
         ("--freshness-seconds", options.freshness_seconds, d.freshness_seconds),
         ("--rates", ",".join(map(str, options.rates)), ",".join(map(str, d.rates))),
         ("--triggers", ",".join(f"{t:g}" for t in options.triggers), "1,5"),
-        ("--window-days", options.window_days, d.window_days),
+        ("--window-days", ",".join(f"{w:g}" for w in options.window_days), "1,30"),
         ("--jit", options.jit, d.jit),
         ("--first-slice", options.first_slice, d.first_slice),
         ("--skip", ",".join(p for p in PARTS if p in options.skip), ""),
+        ("--loader", ",".join(options.loaders), AUTO),
+        ("--repeat", options.repeat, d.repeat),
     ]
     for flag, value, default in pairs:
         if value != default:
@@ -234,8 +294,10 @@ def as_dict(options: BenchOptions) -> dict[str, Any]:
         "freshness_seconds": options.freshness_seconds,
         "rates": list(options.rates),
         "triggers": list(options.triggers),
-        "window_days": options.window_days,
+        "window_days": list(options.window_days),
         "jit": options.jit,
         "first_slice": options.first_slice,
         "skip": [p for p in PARTS if p in options.skip],
+        "loaders": list(options.loaders),
+        "repeat": options.repeat,
     }

@@ -8,34 +8,45 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.bench.stats import ceiling_of, rate, ratio
+from harness.bench.stats import median_low, rate, ratio
 
-CEILING = "ceiling"
+BOUND = "bound"
 BASELINE = "baseline"
 LOADER = "loader"
+PEER = "peer"
 RAW_CONSUME = "raw_consume"
-NONE = "-"  # a figure not measured
+ENGINE = "engine"
 PARSE_TO_PARQUET = "parse_to_parquet"
+KAFKA_CONNECT = "kafka_connect"
+LOADER_LOCAL = "loader_local"
+NONE = "-"  # a figure not measured
+BOUND_KEYS = (RAW_CONSUME, ENGINE)
+"""The two bounds every backlog figure is a ratio of: raw consume and the engine's own cost."""
 
 
 @dataclass(frozen=True)
 class Throughput:
-    """Rows through one stage or system, timed.
+    """Rows through one stage or system on one backlog, timed (the median of its repetitions).
 
     Attributes:
-        key: a stable name (``raw_consume``, ``baseline``, ``loader_local``...).
+        key: a stable name (``raw_consume``, ``engine``, ``loader_local``...).
         label: what the table calls it.
-        kind: ``ceiling``, ``baseline`` or ``loader``.
+        kind: ``bound``, ``baseline``, ``loader`` or ``peer``.
         rows: how many rows.
         seconds: from its start (the process start for a loader) to the last row (visible in
-            Trino, for the baseline and the loader).
-        first_seconds: from its start to the first row visible in Trino (None for a ceiling).
+            Trino, for everything that writes a table).
+        first_seconds: from its start to the first row visible in Trino (None for raw consume
+            and the Parquet baseline, which write no table).
         first_rows: rows visible at that moment.
         detail: settings worth knowing.
+        files: data files it left (the table's, or the Parquet baseline's one); None: writes none.
+        window_days: the backlog's shape: its event times span this many days.
+        samples: rows/s from the start of every repetition (one when not repeated).
+        samples_from_first: rows/s from the first visible row of every repetition.
     """
 
     key: str
@@ -46,6 +57,10 @@ class Throughput:
     first_seconds: float | None = None
     first_rows: int = 0
     detail: str = ""
+    files: int | None = None
+    window_days: float = 1.0
+    samples: tuple[float, ...] = ()
+    samples_from_first: tuple[float, ...] = ()
 
     @property
     def rows_per_s(self) -> float | None:
@@ -58,6 +73,36 @@ class Throughput:
         if self.first_seconds is None:
             return None
         return rate(self.rows - self.first_rows, self.seconds - self.first_seconds)
+
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        """The lowest and highest rows/s from the start over its repetitions (None: one run)."""
+        return (min(self.samples), max(self.samples)) if len(self.samples) > 1 else None
+
+    @property
+    def spread_from_first(self) -> tuple[float, float] | None:
+        """The same, from the first visible row."""
+        values = self.samples_from_first
+        return (min(values), max(values)) if len(values) > 1 else None
+
+
+def median_run(runs: Sequence[Throughput]) -> Throughput:
+    """One figure from repetitions of the same measure: the run whose all-visible time is the
+    median (the lower one of an even count), with every run's rates as its samples.
+
+    Raises:
+        ValueError: no runs.
+    """
+    if not runs:
+        raise ValueError("no runs")
+    middle = median_low([t.seconds for t in runs])
+    chosen = next(t for t in runs if t.seconds == middle)
+    firsts = tuple(f for f in (t.rows_per_s_from_first for t in runs) if f is not None)
+    return replace(
+        chosen,
+        samples=tuple(t.rows_per_s or 0.0 for t in runs),
+        samples_from_first=firsts,
+    )
 
 
 @dataclass(frozen=True)
@@ -97,9 +142,10 @@ class Report:
         started: when it started (ISO 8601, UTC).
         load_start, load_end: the load average (1, 5, 15 min) at start and end.
         options: the run's options.
-        throughputs: the backlog figures, in the order measured.
+        throughputs: the backlog figures, in the order measured (each shape in turn).
         freshness: the freshness settings, in the order measured.
         notes: what the reader should know (skipped parts, failures).
+        commit: the project's commit the run measured (``git describe``), if known.
     """
 
     command: str
@@ -110,58 +156,100 @@ class Report:
     throughputs: list[Throughput] = field(default_factory=list)
     freshness: list[Freshness] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    commit: str | None = None
 
-    def find(self, key: str) -> Throughput | None:
-        return next((t for t in self.throughputs if t.key == key), None)
+    def find(self, key: str, window_days: float | None = None) -> Throughput | None:
+        """The figure ``key`` (of the backlog shape ``window_days``, when given)."""
+        return next(
+            (
+                t
+                for t in self.throughputs
+                if t.key == key and (window_days is None or t.window_days == window_days)
+            ),
+            None,
+        )
 
     @property
-    def ceiling(self) -> float | None:
-        """The slower of raw consume and parse-to-Parquet, rows/s."""
-        stages = [self.find(RAW_CONSUME), self.find(PARSE_TO_PARQUET)]
-        return ceiling_of(*(s.rows_per_s for s in stages if s is not None))
+    def shapes(self) -> list[float]:
+        """The backlog shapes measured (their event-time windows, days), in order."""
+        return list(dict.fromkeys(t.window_days for t in self.throughputs))
+
+    def bound(self, key: str, window_days: float) -> Throughput | None:
+        """The bound ``key`` (``raw_consume`` or ``engine``) of a shape."""
+        return self.find(key, window_days)
+
+    def slower_bounds(self) -> list[str]:
+        """A sentence for each bound a loader or peer beat in this run (so not a bound then)."""
+        found = []
+        for shape in self.shapes:
+            for key in BOUND_KEYS:
+                bound = self.bound(key, shape)
+                if bound is None or bound.rows_per_s is None:
+                    continue
+                for t in self.throughputs:
+                    if t.window_days != shape or t.kind not in (LOADER, PEER):
+                        continue
+                    if (t.rows_per_s or 0) > bound.rows_per_s:
+                        found.append(
+                            f"{_shape(shape)}: {t.label} ({t.rows_per_s:,.0f} rows/s) beat "
+                            f"{bound.label} ({bound.rows_per_s:,.0f} rows/s): no bound this run"
+                        )
+        return found
 
     def to_json(self) -> dict[str, Any]:
         """The report as plain data, with every derived rate and ratio spelled out."""
-        base = self.find(BASELINE)
         doc: dict[str, Any] = {
             "command": self.command,
+            "commit": self.commit,
             "started": self.started,
             "load_average_start": list(self.load_start),
             "load_average_end": list(self.load_end) if self.load_end else None,
             "options": self.options,
-            "ceiling_rows_per_s": self.ceiling,
+            "bounds_rows_per_s": {
+                f"{shape:g}": {
+                    key: (b.rows_per_s if (b := self.bound(key, shape)) else None)
+                    for key in BOUND_KEYS
+                }
+                for shape in self.shapes
+            },
             "throughput": [],
             "freshness": [asdict(f) for f in self.freshness],
-            "notes": list(self.notes),
+            "notes": [*self.notes, *self.slower_bounds()],
         }
         for t in self.throughputs:
+            raw, engine = (self.bound(k, t.window_days) for k in BOUND_KEYS)
             entry = asdict(t)
             entry.update(
                 rows_per_s=t.rows_per_s,
                 rows_per_s_from_first=t.rows_per_s_from_first,
-                to_ceiling=ratio(t.rows_per_s, self.ceiling),
-                to_baseline=ratio(t.rows_per_s, base.rows_per_s if base else None),
-                from_first_to_ceiling=ratio(t.rows_per_s_from_first, self.ceiling),
-                from_first_to_baseline=ratio(
-                    t.rows_per_s_from_first, base.rows_per_s_from_first if base else None
+                spread=t.spread,
+                spread_from_first=t.spread_from_first,
+                to_raw_consume=ratio(t.rows_per_s, raw.rows_per_s if raw else None),
+                to_engine=ratio(t.rows_per_s, engine.rows_per_s if engine else None),
+                from_first_to_engine=ratio(
+                    t.rows_per_s_from_first, engine.rows_per_s_from_first if engine else None
                 ),
             )
             doc["throughput"].append(entry)
         return doc
 
     def to_markdown(self) -> str:
-        """The throughput and freshness tables, the load average and the command, in Markdown."""
+        """The throughput tables (one per backlog shape), the loader beside its peer, the
+        freshness table, the load average, the commit and the command, in Markdown."""
         lines: list[str] = []
-        if self.throughputs:
-            lines += _throughput_table(self)
+        for shape in self.shapes:
+            lines += ["", f"**{_shape(shape)}**", "", *_throughput_table(self, shape)]
+            lines += _against_peer(self, shape)
         if self.freshness:
             lines += ["", *_freshness_table(self.freshness)]
         load = f"load average (1/5/15 min) at start {_load(self.load_start)}"
         if self.load_end:
             load += f", at end {_load(self.load_end)}"
-        lines += ["", f"{load}; started {self.started}.", "", f"`{self.command}`"]
-        if self.notes:
-            lines += ["", *(f"- {note}" for note in self.notes)]
+        commit = f" at commit {self.commit}" if self.commit else ""
+        lines += ["", f"{load}; started {self.started}{commit}.", "", f"`{self.command}`"]
+        notes = [*self.notes, *self.slower_bounds()]
+        if notes:
+            lines += ["", *(f"- {note}" for note in notes)]
         return "\n".join(lines).strip() + "\n"
 
     def write(self, folder: Path) -> dict[str, Path]:
@@ -178,6 +266,12 @@ class Report:
         return paths
 
 
+def _shape(window_days: float) -> str:
+    if window_days <= 1:
+        return f"event times within {window_days:g} day"
+    return f"event times over {window_days:g} days"
+
+
 def _load(avg: Sequence[float]) -> str:
     return "/".join(f"{x:.1f}" for x in avg)
 
@@ -186,36 +280,65 @@ def _num(value: float | None, digits: int = 0) -> str:
     return NONE if value is None else f"{value:,.{digits}f}"
 
 
+def _with_spread(value: float | None, spread: tuple[float, float] | None) -> str:
+    text = _num(value)
+    if spread is not None and value is not None:
+        text += f" ({spread[0]:,.0f}-{spread[1]:,.0f})"
+    return text
+
+
 def _times(value: float | None) -> str:
     return NONE if value is None else f"{value:.2f}x"
 
 
-def _throughput_table(report: Report) -> list[str]:
-    base = report.find(BASELINE)
-    ceiling = report.ceiling
+def _throughput_table(report: Report, shape: float) -> list[str]:
+    raw, engine = (report.bound(k, shape) for k in BOUND_KEYS)
+    raw_rate = raw.rows_per_s if raw else None
+    engine_rate = engine.rows_per_s if engine else None
+    engine_first = engine.rows_per_s_from_first if engine else None
     lines = [
-        "| measured | rows/s from start | x ceiling | x baseline "
-        "| rows/s from first visible row | x ceiling | x baseline "
-        "| first visible after | all visible after | settings |",
+        "| measured | rows/s from start | x raw consume | x engine "
+        "| rows/s once rows appear | x engine | first visible after | all visible after "
+        "| data files | settings |",
         "|---|--:|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     for t in report.throughputs:
+        if t.window_days != shape:
+            continue
         from_first = t.rows_per_s_from_first
         first = _num(t.first_seconds, 1) + " s" if t.first_seconds is not None else NONE
         cells = [
             t.label,
-            _num(t.rows_per_s),
-            _times(ratio(t.rows_per_s, ceiling)),
-            _times(ratio(t.rows_per_s, base.rows_per_s if base else None)),
-            _num(from_first),
-            _times(ratio(from_first, ceiling)),
-            _times(ratio(from_first, base.rows_per_s_from_first if base else None)),
+            _with_spread(t.rows_per_s, t.spread),
+            _times(ratio(t.rows_per_s, raw_rate)),
+            _times(ratio(t.rows_per_s, engine_rate)),
+            _with_spread(from_first, t.spread_from_first),
+            _times(ratio(from_first, engine_first)),
             first,
             f"{t.seconds:,.1f} s",
+            NONE if t.files is None else f"{t.files:,}",
             t.detail,
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return lines
+
+
+def _against_peer(report: Report, shape: float) -> list[str]:
+    """A sentence: the loader beside the Kafka Connect sink on this shape, if both ran."""
+    loader, sink = report.find(LOADER_LOCAL, shape), report.find(KAFKA_CONNECT, shape)
+    if loader is None or sink is None:
+        return []
+    text = (
+        f"The loader beside the sink: every row visible after {loader.seconds:.1f} s against "
+        f"{sink.seconds:.1f} s ({_times(ratio(loader.seconds, sink.seconds))} as long)"
+    )
+    pace = ratio(loader.rows_per_s_from_first, sink.rows_per_s_from_first)
+    if pace is not None:
+        text += f"; rows/s once rows appear {_times(pace)} the sink's"
+    if loader.files is not None and sink.files:
+        times = _times(ratio(loader.files, sink.files))
+        text += f"; data files {loader.files:,} against {sink.files:,} ({times})"
+    return ["", text + "."]
 
 
 def _freshness_table(rows: Sequence[Freshness]) -> list[str]:
@@ -238,28 +361,28 @@ def _freshness_table(rows: Sequence[Freshness]) -> list[str]:
 
 
 def chart(report: Report, path: Path) -> None:
-    """A PNG: rows/s of each system beside the ceiling; freshness percentiles per setting."""
+    """A PNG: rows/s of each system beside the bounds; freshness percentiles per setting."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(14, 6))
     shown = [t for t in report.throughputs if t.rows_per_s is not None]
-    names = [t.label for t in shown]
+    several = len(report.shapes) > 1
+    names = [f"{t.label} ({t.window_days:g} d)" if several else t.label for t in shown]
     left.barh(names, [t.rows_per_s or 0 for t in shown], label="from start")
     left.barh(
         names,
         [t.rows_per_s_from_first or 0 for t in shown],
         height=0.3,
-        label="from first visible row",
+        label="once rows appear",
     )
-    if report.ceiling:
-        left.axvline(report.ceiling, color="black", linestyle="--", label="ceiling")
     left.invert_yaxis()
     left.set_xlabel("rows/s")
-    left.set_title("Backlog throughput")
+    left.set_title("Backlog throughput (bounds first)")
     left.legend(loc="lower right", fontsize="small")
+    left.tick_params(axis="y", labelsize="x-small")
     settings = [f"{f.rate} msg/s\n{f.trigger_s:g} s trigger" for f in report.freshness]
     width = 0.25
     for n, (name, values) in enumerate(

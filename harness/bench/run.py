@@ -1,34 +1,45 @@
-"""One `icefloe bench` run: every part in turn on one stack and one backlog, then the report.
+"""One `icefloe bench` run: every part in turn on one stack, for each backlog shape; a report.
 
-The backlog (``--rows`` reference rows on a two-partition topic) is published once; the
-ceiling, the baseline and the loader (local, then cluster) each read all of it, into tables of
-their own. The freshness settings follow, each with its own topic, table and loader. A part that
-fails is noted in the report and the run goes on: the bench prints numbers, it asserts nothing.
+For each backlog shape (``--window-days``: event times within 1 day, over 30 days) a backlog of
+``--rows`` reference rows is published once to a two-partition topic; the bounds (raw consume,
+the engine's own cost), the baselines, icefloe's loader (local, then cluster) and the Kafka
+Connect sink each read all of it, into tables of their own. With ``--repeat N`` each figure is
+measured N times, the systems taking turns (so a slow minute of the machine does not fall on
+one of them alone), and the median is reported with the spread. The freshness settings follow,
+each with its own topic, table and loader. A part that fails is noted in the report and the run
+goes on: the bench prints numbers, it asserts nothing.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
+import subprocess
 import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from harness.bench import ceiling, freshness, loaders
+from harness.bench import engine, freshness, loaders, peers, stages
 from harness.bench.baseline import run_baseline
 from harness.bench.options import (
+    AUTO,
+    BACKLOG_PARTS,
     BASELINE,
-    CEILING,
     CLUSTER,
+    ENGINE,
     FRESHNESS,
     LOCAL,
+    PARQUET,
+    PARTS,
+    RAW,
     BenchOptions,
     as_dict,
     command_line,
 )
-from harness.bench.report import Report, Throughput
+from harness.bench.report import Report, Throughput, median_run
 from harness.bench.workload import BenchSchema, create_topic, publish_alternating, reference_values
 from harness.console import say
 
@@ -47,6 +58,22 @@ def _load() -> tuple[float, float, float]:
     return (round(one, 2), round(five, 2), round(fifteen, 2))
 
 
+def project_commit() -> str | None:
+    """The checkout's commit (``git describe --always --dirty``), or None outside a checkout."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "describe", "--always", "--dirty"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None
+
+
 def run(stack: Any, options: BenchOptions) -> tuple[Report, Path]:
     """Measure what ``options`` asks on ``stack``; write the report; return it and its folder."""
     started = dt.datetime.now(dt.UTC).replace(microsecond=0)
@@ -57,14 +84,24 @@ def run(stack: Any, options: BenchOptions) -> tuple[Report, Path]:
         started=started.isoformat().replace("+00:00", "Z"),
         load_start=_load(),
         options=as_dict(options),
+        commit=project_commit(),
     )
     say(f"load average at start {report.load_start}; output in {folder}")
     if options.skip:
-        report.notes.append(f"skipped: {', '.join(sorted(options.skip))}")
+        report.notes.append(f"skipped: {', '.join(p for p in PARTS if p in options.skip)}")
+    provisioned = peers.sink_provisioned(stack)
+    sink = options.kafka_connect(provisioned)
+    if AUTO in options.loaders and not provisioned and not sink:
+        report.notes.append(
+            "the Kafka Connect sink is not provisioned, so not measured "
+            "(`--loader kafka-connect` provisions it)"
+        )
     schema = BenchSchema.create(stack)
     try:
-        if any(options.runs(p) for p in (CEILING, BASELINE, LOCAL, CLUSTER)):
-            _backlog(stack, options, schema, folder, report)
+        if sink or any(options.runs(p) for p in BACKLOG_PARTS):
+            for shape in options.window_days:
+                where = folder / f"backlog-{shape:g}d"
+                _backlog(stack, options, schema, where, report, shape, sink)
         if options.runs(FRESHNESS):
             _freshness(stack, options, schema, folder, report)
     finally:
@@ -75,49 +112,117 @@ def run(stack: Any, options: BenchOptions) -> tuple[Report, Path]:
     return report, folder
 
 
-def _measure(report: Report, part: str, measure: Callable[[], Throughput]) -> None:
+def _measure(report: Report, part: str, measure: Callable[[], Throughput]) -> Throughput | None:
     say(f"measuring {part}")
     try:
         figure = measure()
     except Exception as exc:  # noted in the report; the other parts still run
         report.notes.append(f"{part} failed: {type(exc).__name__}: {str(exc)[:500]}")
         say(f"[red]{part} failed[/]: {exc}")
-        return
-    report.throughputs.append(figure)
+        return None
     from_first = figure.rows_per_s_from_first
     extra = f", {from_first:,.0f} rows/s from the first visible row" if from_first else ""
-    say(f"  {figure.label}: {figure.rows_per_s or 0:,.0f} rows/s ({figure.seconds:.1f} s){extra}")
+    files = f", {figure.files:,} data files" if figure.files is not None else ""
+    say(
+        f"  {figure.label}: {figure.rows_per_s or 0:,.0f} rows/s ({figure.seconds:.1f} s)"
+        f"{extra}{files}"
+    )
+    return figure
+
+
+Measure = Callable[[int], Throughput]
+"""One measurement of a part; its argument is the repetition's number (folders, tables)."""
 
 
 def _backlog(
-    stack: Any, options: BenchOptions, schema: BenchSchema, folder: Path, report: Report
+    stack: Any,
+    options: BenchOptions,
+    schema: BenchSchema,
+    folder: Path,
+    report: Report,
+    shape: float,
+    sink: bool,
 ) -> None:
-    rows = options.rows
-    say(f"generating {rows:,} reference rows (event times within {options.window_days:g} days)")
-    values = reference_values(rows, options.window_days)
+    rows, repeat = options.rows, options.repeat
+    folder.mkdir(parents=True, exist_ok=True)
+    say(f"generating {rows:,} reference rows (event times within {shape:g} days)")
+    values = reference_values(rows, shape)
     topic = create_topic(stack, PARTITIONS)
     began = time.monotonic()
     publish_alternating(stack, topic, values)
     say(f"published the backlog to {topic} in {time.monotonic() - began:.1f} s")
-    if options.runs(CEILING):
-        _measure(report, "raw consume", lambda: ceiling.raw_consume(stack, topic, rows, PARTITIONS))
-        _measure(report, "parse to Parquet", lambda: ceiling.parse_to_parquet(values, folder))
+    # Everything that reads the messages from memory runs before they are freed.
+    alone: list[tuple[str, Measure]] = []
+    if options.runs(RAW):
+        alone.append(("raw consume", lambda _: stages.raw_consume(stack, topic, rows, PARTITIONS)))
+    if options.runs(PARQUET):
+        alone.append(("parse to Parquet", lambda _: stages.parse_to_parquet(values, folder)))
+    runs: dict[str, list[Throughput]] = {}
+    for name, measure in alone:
+        for n in range(repeat):
+            _keep(runs, name, _measure(report, _named(name, n, repeat), partial(measure, n)))
     values.clear()  # the messages are in Kafka now; free the memory before the loaders run
-    every = options.baseline_every_s
+    turns = _turns(stack, options, schema, folder, topic, sink)
+    for n in range(repeat):  # the systems take turns
+        for name, measure in turns:
+            _keep(runs, name, _measure(report, _named(name, n, repeat), partial(measure, n)))
+    for name in [*(a for a, _ in alone), *(t for t, _ in turns)]:
+        if runs.get(name):
+            figure = median_run(runs[name])
+            report.throughputs.append(dataclasses.replace(figure, window_days=shape))
+
+
+def _turns(
+    stack: Any, options: BenchOptions, schema: BenchSchema, folder: Path, topic: str, sink: bool
+) -> list[tuple[str, Measure]]:
+    """The parts that read the topic into a table, each as a measurement of one repetition."""
+    rows, per_trigger = options.rows, options.per_trigger
+    turns: list[tuple[str, Measure]] = []
+    if options.runs(ENGINE):
+
+        def the_engine(n: int) -> Throughput:
+            table = schema.table("engine")
+            where = folder / f"engine-{n}"
+            return engine.run_engine(stack, where, table, topic, rows, per_trigger)
+
+        turns.append(("the engine", the_engine))
     if options.runs(BASELINE):
-        table = schema.table("baseline")
-        log = folder / "baseline.log"
-        _measure(report, "baseline", lambda: run_baseline(stack, table, topic, rows, every, log))
-    per_trigger = options.per_trigger
+        every = options.baseline_every_s
+
+        def the_baseline(n: int) -> Throughput:
+            log = folder / f"baseline-{n}.log"
+            return run_baseline(stack, schema.table("baseline"), topic, rows, every, log)
+
+        turns.append(("baseline", the_baseline))
     for part, mode, measure in (
         (LOCAL, "local", loaders.run_local),
         (CLUSTER, "cluster", loaders.run_cluster),
     ):
         if options.runs(part):
-            table, where = schema.table(mode), folder / f"loader-{mode}"
             tuning = options.tuning(local=part == LOCAL)
-            run_loader = partial(measure, stack, where, table, topic, rows, per_trigger, tuning)
-            _measure(report, f"loader ({mode})", run_loader)
+
+            def the_loader(n: int, mode: str = mode, measure: Any = measure, tuning: Any = tuning):
+                table, where = schema.table(mode), folder / f"loader-{mode}-{n}"
+                return measure(stack, where, table, topic, rows, per_trigger, tuning)
+
+            turns.append((f"loader ({mode})", the_loader))
+    if sink:
+
+        def the_sink(n: int) -> Throughput:
+            table = schema.table("kafka_connect")
+            return peers.run_kafka_connect(stack, folder / f"kafka-connect-{n}", table, topic, rows)
+
+        turns.append(("Kafka Connect sink", the_sink))
+    return turns
+
+
+def _named(name: str, n: int, repeat: int) -> str:
+    return f"{name} ({n + 1} of {repeat})" if repeat > 1 else name
+
+
+def _keep(runs: dict[str, list[Throughput]], name: str, figure: Throughput | None) -> None:
+    if figure is not None:
+        runs.setdefault(name, []).append(figure)
 
 
 def _freshness(
@@ -135,7 +240,7 @@ def _freshness(
                     rate,
                     trigger,
                     options.freshness_seconds,
-                    options.window_days,
+                    options.window_days[0],
                     options.tuning(),
                 )
             except Exception as exc:  # noted; the other settings still run

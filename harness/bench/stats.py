@@ -35,10 +35,16 @@ def ratio(value: float | None, base: float | None) -> float | None:
     return value / base
 
 
-def ceiling_of(*rates: float | None) -> float | None:
-    """The ceiling: the slowest of the measured stages (a pipeline goes no faster)."""
-    known = [r for r in rates if r is not None]
-    return min(known) if known else None
+def median_low(values: Sequence[float]) -> float:
+    """The median of ``values``, the lower middle one of an even count (an observed value).
+
+    Raises:
+        ValueError: no values.
+    """
+    if not values:
+        raise ValueError("no values")
+    ordered = sorted(values)
+    return ordered[(len(ordered) - 1) // 2]
 
 
 def per_hour(count: float, seconds: float) -> float | None:

@@ -1,4 +1,4 @@
-"""`icefloe bench`: the loader beside its ceiling and a hand-written baseline (harness/bench/).
+"""`icefloe bench`: the loader beside its bounds, baselines and a peer (harness/bench/).
 
 Prints every figure as it is measured, then the Markdown tables and the command that made them;
 writes bench.json, bench.md and bench.png into the output folder.
@@ -31,7 +31,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "bench",
-        help="throughput and freshness of the loader beside its ceiling and a baseline",
+        help="throughput and freshness of the loader beside its bounds, baselines and a peer",
         description=(overview or "").split("\n")[0],
     )
     add_arguments(parser)

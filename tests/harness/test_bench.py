@@ -11,15 +11,19 @@ from harness.bench.freshness import latencies, summarize
 from harness.bench.options import BenchOptions, as_dict, command_line, parse
 from harness.bench.report import (
     BASELINE,
-    CEILING,
+    BOUND,
+    ENGINE,
+    KAFKA_CONNECT,
     LOADER,
     PARSE_TO_PARQUET,
+    PEER,
     RAW_CONSUME,
     Freshness,
     Report,
     Throughput,
+    median_run,
 )
-from harness.bench.stats import ceiling_of, per_hour, percentile, rate, ratio
+from harness.bench.stats import median_low, per_hour, percentile, rate, ratio
 
 
 def test_percentile_is_an_observed_value_by_nearest_rank() -> None:
@@ -39,15 +43,17 @@ def test_percentile_refuses_nothing_and_out_of_range() -> None:
         percentile([1.0], 101)
 
 
-def test_rates_ratios_and_the_ceiling() -> None:
+def test_rates_ratios_and_the_median() -> None:
     assert rate(100, 4) == 25
     assert rate(100, 0) is None
     assert ratio(50, 100) == 0.5
     assert ratio(None, 100) is None
     assert ratio(50, None) is None
     assert ratio(50, 0) is None
-    assert ceiling_of(300.0, None, 200.0) == 200.0
-    assert ceiling_of(None) is None
+    assert median_low([3.0, 1.0, 2.0]) == 2.0
+    assert median_low([4.0, 1.0, 3.0, 2.0]) == 2.0  # an observed value, the lower middle
+    with pytest.raises(ValueError, match="no values"):
+        median_low([])
     assert per_hour(10, 60) == 600
     assert per_hour(10, 0) is None
 
@@ -60,7 +66,18 @@ def test_options_parse_with_defaults_and_skips() -> None:
     assert options.rows == 20_000
     assert options.freshness_seconds == 10
     assert not options.runs("cluster") and not options.runs("freshness")
-    assert options.runs("ceiling")
+    assert options.runs("raw") and options.runs("engine")
+    assert options.window_days == (1.0, 30.0) and options.repeat == 1
+    assert parse(["--window-days", "30"]).window_days == (30.0,)
+    assert parse(["--repeat", "3"]).repeat == 3
+
+
+def test_the_sink_is_measured_when_asked_or_by_default_when_provisioned() -> None:
+    auto = parse([])
+    assert auto.kafka_connect(provisioned=True) and not auto.kafka_connect(provisioned=False)
+    asked = parse(["--loader", "kafka-connect"])
+    assert asked.kafka_connect(provisioned=False)
+    assert not parse(["--loader", "icefloe"]).kafka_connect(provisioned=True)
     assert parse(["--rates", "500,2000", "--triggers", "0.5,2"]).rates == (500, 2000)
     assert parse(["--triggers", "0.5,2"]).triggers == (0.5, 2.0)
 
@@ -74,6 +91,9 @@ def test_options_parse_with_defaults_and_skips() -> None:
         ["--triggers", "-1"],
         ["--jit", "c2"],
         ["--first-slice", "-1"],
+        ["--loader", "flink"],
+        ["--repeat", "0"],
+        ["--window-days", "0"],
     ],
 )
 def test_options_refuse_bad_values(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -84,10 +104,10 @@ def test_options_refuse_bad_values(argv: list[str], capsys: pytest.CaptureFixtur
 
 def test_the_command_line_runs_the_same_options_again() -> None:
     assert command_line(BenchOptions()) == "icefloe bench"
-    argv = ["--rows", "1000000", "--skip", "freshness,cluster", "--triggers", "1", "--out", "x"]
+    argv = ["--rows", "500000", "--skip", "freshness,cluster", "--triggers", "1", "--out", "x"]
     options = parse(argv)
     line = command_line(options)
-    assert line == "icefloe bench --rows 1000000 --triggers 1 --skip cluster,freshness --out x"
+    assert line == "icefloe bench --rows 500000 --triggers 1 --skip cluster,freshness --out x"
     assert parse(line.split()[2:]) == options
     assert as_dict(options)["skip"] == ["cluster", "freshness"]
     tiered = parse(["--jit", "tiered", "--skip", "cluster"])
@@ -96,6 +116,9 @@ def test_the_command_line_runs_the_same_options_again() -> None:
     unsliced = parse(["--first-slice", "0"])
     assert command_line(unsliced) == "icefloe bench --first-slice 0"
     assert as_dict(unsliced)["first_slice"] == 0
+    peers = parse(["--loader", "kafka-connect", "--repeat", "3", "--window-days", "30"])
+    assert command_line(peers) == "icefloe bench --window-days 30 --loader kafka-connect --repeat 3"
+    assert parse(command_line(peers).split()[2:]) == peers
 
 
 def test_the_loaders_get_the_runs_settings_the_cluster_but_its_jit() -> None:
@@ -125,12 +148,15 @@ def _report() -> Report:
         started="2026-01-01T00:00:00Z",
         load_start=(1.0, 2.0, 3.0),
         load_end=(4.0, 5.0, 6.0),
+        commit="abc1234",
     )
     report.throughputs += [
-        Throughput(RAW_CONSUME, "raw consume", CEILING, 1000, 0.01),  # 100,000 rows/s
-        Throughput(PARSE_TO_PARQUET, "parse", CEILING, 1000, 0.05),  # 20,000 rows/s: ceiling
-        Throughput(BASELINE, "baseline", BASELINE, 1000, 0.2, 0.1, 500),  # 5,000; from first 5,000
-        Throughput("loader_local", "loader", LOADER, 1000, 0.1, 0.05, 0),  # 10,000; 20,000
+        Throughput(RAW_CONSUME, "raw consume", BOUND, 1000, 0.01),  # 100,000 rows/s
+        Throughput(ENGINE, "engine", BOUND, 1000, 0.05, 0.04, 500, files=4),  # 20,000; 50,000
+        Throughput(PARSE_TO_PARQUET, "parse", BASELINE, 1000, 0.5, files=1),  # 2,000 rows/s
+        Throughput(BASELINE, "baseline", BASELINE, 1000, 0.2, 0.1, 500, files=9),  # 5,000
+        Throughput("loader_local", "loader", LOADER, 1000, 0.1, 0.05, 0, files=8),  # 10k; 20k
+        Throughput(KAFKA_CONNECT, "sink", PEER, 1000, 0.2, 0.15, 500, files=4),  # 5k; 10k
     ]
     report.freshness.append(
         Freshness(1000, 1.0, 60.0, 60_000, 60_000, 1.2, 2.5, 3.25, 4.0, 61, 3660.0)
@@ -139,31 +165,76 @@ def _report() -> Report:
     return report
 
 
-def test_the_json_spells_out_every_rate_and_ratio() -> None:
+def test_the_json_spells_out_every_rate_and_the_ratio_to_each_bound() -> None:
     doc = _report().to_json()
-    assert doc["ceiling_rows_per_s"] == pytest.approx(20_000)
+    assert doc["bounds_rows_per_s"] == {
+        "1": {"raw_consume": pytest.approx(100_000), "engine": pytest.approx(20_000)}
+    }
+    assert doc["commit"] == "abc1234"
     loader = next(t for t in doc["throughput"] if t["key"] == "loader_local")
     assert loader["rows_per_s"] == pytest.approx(10_000)
     assert loader["rows_per_s_from_first"] == pytest.approx(20_000)
-    assert loader["to_ceiling"] == pytest.approx(0.5)
-    assert loader["to_baseline"] == pytest.approx(2.0)
-    assert loader["from_first_to_ceiling"] == pytest.approx(1.0)
-    assert loader["from_first_to_baseline"] == pytest.approx(4.0)
+    assert loader["to_raw_consume"] == pytest.approx(0.1)
+    assert loader["to_engine"] == pytest.approx(0.5)
+    assert loader["from_first_to_engine"] == pytest.approx(0.4)
+    assert loader["files"] == 8 and loader["spread"] is None
     assert doc["load_average_end"] == [4.0, 5.0, 6.0]
     assert doc["freshness"][0]["p99"] == 3.25
     json.dumps(doc)  # plain data
 
 
-def test_the_markdown_tables_carry_figures_ratios_load_and_command() -> None:
+def test_the_markdown_tables_carry_figures_ratios_files_load_commit_and_command() -> None:
     text = _report().to_markdown()
+    assert "ceiling" not in text
     loader_row = next(line for line in text.splitlines() if line.startswith("| loader |"))
     cells = [c.strip() for c in loader_row.strip("|").split("|")]
-    assert cells[:7] == ["loader", "10,000", "0.50x", "2.00x", "20,000", "1.00x", "4.00x"]
-    assert "| raw consume | 100,000 | 5.00x | 20.00x | - |" in text
+    assert cells[:9] == [
+        "loader",
+        "10,000",
+        "0.10x",
+        "0.50x",
+        "20,000",
+        "0.40x",
+        "0.1 s",
+        "0.1 s",
+        "8",
+    ]
+    assert "| raw consume | 100,000 | 1.00x | 5.00x | - | - | - | 0.0 s | - |" in text
+    assert "**event times within 1 day**" in text
+    assert "every row visible after 0.1 s against 0.2 s (0.50x as long)" in text
+    assert "rows/s once rows appear 2.00x the sink's; data files 8 against 4 (2.00x)" in text
     assert "| 1,000 msg/s | 1 s | 1.20 s | 2.50 s | 3.25 s | 4.00 s | 60,000 / 60,000 |" in text
     assert "at start 1.0/2.0/3.0, at end 4.0/5.0/6.0" in text
+    assert "at commit abc1234" in text
     assert "`icefloe bench --rows 1000`" in text
     assert "- skipped: cluster" in text
+
+
+def test_a_bound_a_loader_beat_is_said_to_be_no_bound() -> None:
+    report = _report()
+    report.throughputs[1] = Throughput(ENGINE, "engine", BOUND, 1000, 0.2)  # 5,000 rows/s
+    (beaten,) = report.slower_bounds()
+    assert beaten.startswith("event times within 1 day: loader (10,000 rows/s) beat engine")
+    assert f"- {beaten}" in report.to_markdown()
+    assert _report().slower_bounds() == []
+
+
+def test_repetitions_give_the_median_run_and_the_spread() -> None:
+    runs = [
+        Throughput("loader_local", "loader", LOADER, 1000, s, s / 2, 0, files=f)
+        for s, f in ((0.1, 5), (0.4, 7), (0.2, 6))
+    ]
+    figure = median_run(runs)
+    assert figure.seconds == 0.2 and figure.files == 6
+    assert figure.rows_per_s == pytest.approx(5000)
+    assert figure.spread == (pytest.approx(2500), pytest.approx(10_000))
+    assert figure.spread_from_first == (pytest.approx(5000), pytest.approx(20_000))
+    report = Report("icefloe bench --repeat 3", "2026-01-01T00:00:00Z", (0.0, 0.0, 0.0))
+    report.throughputs.append(figure)
+    assert "| loader | 5,000 (2,500-10,000) |" in report.to_markdown()
+    assert median_run(runs[:1]).spread is None
+    with pytest.raises(ValueError):
+        median_run([])
 
 
 def test_write_puts_json_markdown_and_a_png_in_the_folder(tmp_path: Path) -> None:

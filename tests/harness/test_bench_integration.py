@@ -1,5 +1,6 @@
-"""`icefloe bench` end to end on the real stack, at a tiny size: every part but the cluster runs
-and yields its figures. It checks that figures exist and add up, never how fast they are."""
+"""`icefloe bench` end to end on the real stack, at a tiny size: every part but the cluster and
+the Kafka Connect sink runs and yields its figures (the sink's part is a slow test of its own).
+They check that figures exist and add up, never how fast they are."""
 
 from __future__ import annotations
 
@@ -19,21 +20,50 @@ def test_a_small_bench_measures_every_part_and_writes_its_report(
     stack: Any, tmp_path: Path
 ) -> None:
     small = ["--rows", "20000", "--freshness-seconds", "10", "--rates", "1000", "--triggers", "1"]
-    options = parse([*small, "--skip", "cluster", "--out", str(tmp_path)])
+    argv = [*small, "--window-days", "1", "--loader", "icefloe", "--skip", "cluster"]
+    options = parse([*argv, "--out", str(tmp_path)])
     report, folder = run(stack, options)
 
     assert report.notes == ["skipped: cluster"]  # no part failed
     figures = {t.key: t for t in report.throughputs}
-    assert set(figures) == {"raw_consume", "parse_to_parquet", "baseline", "loader_local"}
+    assert set(figures) == {"raw_consume", "engine", "parse_to_parquet", "baseline", "loader_local"}
     assert all(t.rows == 20_000 and t.seconds > 0 for t in figures.values())
-    for key in ("baseline", "loader_local"):
+    for key in ("engine", "baseline", "loader_local"):
         first = figures[key].first_seconds
         assert first is not None and 0 < first <= figures[key].seconds
+        assert (figures[key].files or 0) > 0
     (fresh,) = report.freshness
     assert fresh.published == 10_000 and fresh.seen == 10_000
     assert fresh.p50 is not None and fresh.p99 is not None and 0 < fresh.p50 <= fresh.p99
     assert fresh.files > 0
     doc = json.loads((folder / "bench.json").read_text())
-    assert doc["ceiling_rows_per_s"] == report.ceiling
+    raw, engine = figures["raw_consume"].rows_per_s, figures["engine"].rows_per_s
+    assert doc["bounds_rows_per_s"] == {"1": {"raw_consume": raw, "engine": engine}}
     assert "| loader, local[2] |" in (folder / "bench.md").read_text()
     assert (folder / "bench.png").stat().st_size > 0
+
+
+@pytest.mark.slow
+def test_the_sink_and_two_shapes_repeated_give_medians_beside_the_loader(
+    stack: Any, tmp_path: Path
+) -> None:
+    argv = [
+        "--rows",
+        "20000",
+        "--window-days",
+        "1,30",
+        "--repeat",
+        "3",
+        "--loader",
+        "kafka-connect",
+    ]
+    skip = ["--skip", "raw,parquet,baseline,cluster,freshness", "--out", str(tmp_path)]
+    report, _ = run(stack, parse([*argv, *skip]))
+
+    assert not [note for note in report.notes if "failed" in note]
+    for shape in (1.0, 30.0):
+        for key in ("engine", "loader_local", "kafka_connect"):
+            figure = report.find(key, shape)
+            assert figure is not None and len(figure.samples) == 3, (key, shape)
+            assert figure.spread is not None and (figure.files or 0) > 0
+    assert "The loader beside the sink" in report.to_markdown()

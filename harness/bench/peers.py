@@ -1,0 +1,86 @@
+"""Peer loaders on the backlog: the Apache Iceberg Kafka Connect sink beside icefloe's loader.
+
+The sink reads the same topic into a table of its own and is timed as the loader is: from its
+worker's process start to every row visible in Trino, and from the first visible row to the
+last. It runs as `harness.loaders.kafka_connect.KafkaConnectSink` runs it (one standalone
+worker), in the configuration the project measures it with and documents as fair
+(docs/benchmarks.md): two tasks (one per partition of the backlog's topic: as parallel as a
+sink task can be), commits every 10 s (the sink's default is 5 minutes, tuned for few large
+files; 10 s makes rows visible within seconds, as a user who wants freshness would set it),
+the worker's offset flush every second, no dead-letter topic (the backlog is all valid rows).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from pathlib import Path
+from typing import Any
+
+from harness.bench.report import KAFKA_CONNECT, PEER, Throughput
+from harness.bench.workload import data_files, watch_until_visible
+from harness.provision import versions
+
+TIMEOUT_S = 3600
+TASKS = 2
+COMMIT_INTERVAL_MS = 10_000
+
+
+def sink_provisioned(stack: Any) -> bool:
+    """Whether the sink's jars are in the cache (the default bench then measures it)."""
+    from harness.provision.kafka_connect import KafkaConnectJars
+    from harness.provision.layout import Layout
+
+    return KafkaConnectJars.of(Layout(stack.config.cache_dir)).is_provisioned()
+
+
+def run_kafka_connect(stack: Any, folder: Path, table: str, topic: str, rows: int) -> Throughput:
+    """The Kafka Connect sink on a backlog of ``rows`` rows of ``topic``, into ``table``.
+
+    The sink's jars are provisioned first if they are not in the cache (not timed).
+
+    Raises:
+        RuntimeError: the worker or a task stopped, or not every row was visible within an hour.
+    """
+    from harness.loaders.kafka_connect import KafkaConnectSettings, KafkaConnectSink
+
+    settings = KafkaConnectSettings(
+        name=f"bench-{uuid.uuid4().hex[:6]}",
+        table=table,
+        topics=(topic,),
+        tasks_max=TASKS,
+        commit_interval_ms=COMMIT_INTERVAL_MS,
+    )
+    sink = KafkaConnectSink(settings, stack, folder)
+    sink.prepare()  # jars, control topic, properties: before the clock starts
+    try:
+        sink.start(wait=False)
+        assert sink.started_at is not None
+
+        def alive() -> str | None:
+            if not sink.is_running():
+                return f"the worker exited:\n{sink.log_tail(20)}"
+            health = sink.health()
+            if health.failed:
+                return f"the sink failed: {dict(health.traces)}"
+            return None
+
+        seen = watch_until_visible(stack, table, rows, sink.started_at, TIMEOUT_S, alive)
+    finally:
+        sink.close()
+        with contextlib.suppress(Exception):  # a control topic left behind skews no figure
+            sink.delete_created_topics()
+    return Throughput(
+        KAFKA_CONNECT,
+        f"peer: Iceberg Kafka Connect sink {versions.ICEBERG_KAFKA_CONNECT}",
+        PEER,
+        rows,
+        seen.all_seconds,
+        seen.first_seconds,
+        seen.first_rows,
+        detail=(
+            f"standalone worker, tasks.max {TASKS}, commit interval "
+            f"{COMMIT_INTERVAL_MS / 1000:g} s, offset flush 1 s"
+        ),
+        files=data_files(stack, table),
+    )
