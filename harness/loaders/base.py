@@ -136,10 +136,14 @@ class Health:
 class Loader(Protocol):
     """One loader started for one topic and one table: what the scenario engine drives."""
 
-    starts: int
     hooks: dict[str, str]
     restart_on_exit: bool
     state_dir: Path
+
+    @property
+    def starts(self) -> int:
+        """How many times it was started."""
+        ...
 
     @property
     def loader_id(self) -> str:

@@ -30,6 +30,7 @@ line nor the REST API shows them.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import time
@@ -493,6 +494,8 @@ class KafkaConnectSink:
             connector=self.settings.name,
             tasks_max=self.tasks_max,
             commit_interval_ms=self.settings.commit_interval_ms,
+            # A commit interval is this loader's batch: the freshness check reads it so.
+            trigger_interval_s=self.settings.commit_interval_ms / 1000,
             dead_letter_topic=self.settings.dead_letter_topic,
         )
         pid = self.process.start(self.command(), self.environment(), self.state_dir)
@@ -671,3 +674,242 @@ class KafkaConnectSink:
         for future in admin.delete_topics(self.created_topics, operation_timeout=30).values():
             future.result(timeout=30)
         self.created_topics.clear()
+
+
+# -- the sink as a loader kind -----------------------------------------------------------
+
+NAME = "kafka-connect"
+
+SESSION_TIMEOUT_MS = 10_000
+"""The sink tasks' consumer ``session.timeout.ms`` (Kafka's default is 45,000): a restarted
+worker gets its partitions back only once the killed worker's session has lapsed, so after a
+kill -9 the default holds every row back 45 s. 10 s is what a user who restarts workers on
+failure would set; the broker's minimum is 6 s."""
+
+KIND_WORKER_SETTINGS = {
+    "consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+    "consumer.heartbeat.interval.ms": str(SESSION_TIMEOUT_MS // 3),
+}
+"""Worker properties a run's sink gets beyond ``KafkaConnectSettings``' own (and why above)."""
+
+
+class KafkaConnectLoader:
+    """The sink as a ``harness.loaders.base.Loader``: a :class:`KafkaConnectSink` whose own
+    exits are watched (``ExitWatch``) and restarted when supervised.
+
+    Args:
+        sink: The sink (not started).
+        restart_on_exit: Start it again after an exit the harness did not cause.
+    """
+
+    def __init__(self, sink: KafkaConnectSink, *, restart_on_exit: bool = False) -> None:
+        from harness.loaders.base import ExitWatch
+
+        self.sink = sink
+        self.state_dir = sink.state_dir
+        self.hooks: dict[str, str] = {}
+        self._watch = ExitWatch(
+            sink.process, sink.history, lambda: self.start(wait=False), sink.log_tail
+        )
+        self._watch.restart_on_exit = restart_on_exit
+        self._mark = 0
+
+    @property
+    def restart_on_exit(self) -> bool:
+        return self._watch.restart_on_exit
+
+    @restart_on_exit.setter
+    def restart_on_exit(self, value: bool) -> None:
+        self._watch.restart_on_exit = value
+
+    @property
+    def starts(self) -> int:
+        return self.sink.starts
+
+    @property
+    def loader_id(self) -> str:
+        return self.sink.settings.name
+
+    @property
+    def dead_letter_topic(self) -> str | None:
+        return self.sink.dead_letter_topic
+
+    def start(
+        self,
+        *,
+        wait: bool = True,
+        track: bool = False,
+        hooks: Mapping[str, str] | None = None,
+        expect_codes: tuple[int, ...] = (),
+    ) -> float:
+        """Start the worker (see ``KafkaConnectSink.start``).
+
+        Raises:
+            ValueError: fault hooks were given (the sink has no fault points).
+            SinkFailed: it did not start (when waiting).
+        """
+        if hooks:
+            raise ValueError(f"the Kafka Connect sink has no fault points: {sorted(hooks)}")
+        import threading
+
+        self._mark = self.log_size()
+        took = self.sink.start(wait=wait)
+        self._watch.started()
+        if not wait and track:
+            threading.Thread(target=self._track, name="connect-start", daemon=True).start()
+        return took
+
+    def _track(self) -> None:
+        pid = self.sink.process.pid
+        try:
+            took = self.sink.await_running(self.sink.start_timeout_s)
+        except SinkFailed as exc:
+            self.sink.history.record("loader", "fail", "start", pid=pid, error=str(exc)[-2000:])
+            return
+        self.sink.history.record("loader", "ok", "start", pid=pid, seconds=round(took, 2))
+
+    def stop(self, timeout: float = 60.0) -> None:
+        self._watch.expect()
+        self.sink.stop(timeout)
+
+    def kill(self) -> int | None:
+        self._watch.expect()
+        return self.sink.kill()
+
+    def freeze(self) -> int | None:
+        return self.sink.freeze()
+
+    def thaw(self) -> None:
+        self.sink.thaw()
+
+    def frozen(self) -> bool:
+        return self.sink.frozen()
+
+    def is_running(self) -> bool:
+        return self.sink.is_running()
+
+    def wait_exit(self, timeout_s: float) -> bool:
+        return bool(self.sink.process.wait_exit(timeout_s))
+
+    def health(self) -> Any:
+        from harness.loaders.base import Health
+
+        found = self.sink.health()
+        detail = f"connector {found.connector or '?'}, tasks {dict(found.tasks)}"
+        return Health(self.is_running(), found.healthy, detail)
+
+    def configuration(self) -> dict[str, Any]:
+        """The worker's and the connector's properties (the S3 keys are ``${env:...}``)."""
+        out: dict[str, Any] = {}
+        for label, path in (
+            ("worker", self.sink.worker_file),
+            ("connector", self.sink.connector_file),
+        ):
+            if path.exists():
+                lines = path.read_text().splitlines()
+                pairs = (line.split("=", 1) for line in lines if "=" in line and line[:1] != "#")
+                out[label] = {k.strip(): v.strip() for k, v in pairs}
+        return out
+
+    def progress(self) -> str:
+        return (
+            f"the consumer group {self.sink.consumer_group} (offsets committed with each "
+            f"Iceberg commit) and the control topic {self.sink.control_topic}"
+        )
+
+    def uptime_s(self) -> float:
+        began = self.sink.started_at
+        return time.monotonic() - began if began is not None else 0.0
+
+    def has_started(self) -> bool:
+        return bool(self.sink.health().healthy)
+
+    def last_trace(self) -> list[dict[str, Any]]:
+        return []
+
+    def log_size(self) -> int:
+        try:
+            return self.sink.log_file.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def log_since(self, mark: int) -> str:
+        try:
+            with self.sink.log_file.open("rb") as fh:
+                fh.seek(mark)
+                return fh.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, lines: int = 40) -> str:
+        return self.sink.log_tail(lines)
+
+    def retire(self, timeout_s: float = 180.0, holds_table: Any = None) -> int | None:
+        """Thaw a replaced worker and stop it (the sink has no fencing to step down by)."""
+        self.restart_on_exit = False
+        self.thaw()
+        self.kill()
+        return None
+
+    def close(self) -> None:
+        self._watch.close()
+        self.sink.close()
+        try:
+            self.sink.delete_created_topics()
+        except Exception as exc:  # recorded; a leftover control topic harms no later run
+            self.sink.history.record("loader", "fail", "delete_topics", error=str(exc)[:300])
+
+
+class KafkaConnectKind:
+    """Makes Kafka Connect sinks for a run (``--loader kafka-connect``).
+
+    Args:
+        settings: Further ``KafkaConnectSettings`` fields for every sink it makes (e.g.
+            ``commit_interval_ms``).
+    """
+
+    name = NAME
+    dead_letter_headers = staticmethod(dead_letter_headers)
+
+    def __init__(self, **settings: Any) -> None:
+        from harness.loaders.base import Capability
+
+        self.settings = settings
+        self.capabilities = frozenset(
+            {Capability.KILL, Capability.FREEZE, Capability.DEAD_LETTERS, Capability.SUPERVISED}
+        )
+
+    def sink_settings(self, target: Any) -> KafkaConnectSettings:
+        """The sink's settings for a ``harness.loaders.base.LoaderTarget``."""
+        fields = dict(self.settings)
+        worker = {**KIND_WORKER_SETTINGS, **fields.pop("worker_extra", {})}
+        return KafkaConnectSettings(
+            name=target.loader_id,
+            table=target.table,
+            topics=tuple(target.topics),
+            dead_letter_topic=target.dead_letter_topic,
+            worker_extra=worker,
+            **fields,
+        )
+
+    def make(self, target: Any, stack: Any, history: Any) -> KafkaConnectLoader:
+        sink = KafkaConnectSink(self.sink_settings(target), stack, target.state_dir, history)
+        return KafkaConnectLoader(sink, restart_on_exit=target.restart_on_exit)
+
+    def retarget(self, loader: Any, target: Any) -> None:
+        settings = self.sink_settings(target)
+        loader.sink.settings = dataclasses.replace(settings, rest_port=loader.sink.rest_port)
+
+    def settle_s(self, target: Any) -> float:
+        return 2 * self.sink_settings(target).commit_interval_ms / 1000
+
+    def describe(self) -> dict[str, Any]:
+        defaults = KafkaConnectSettings("name", "c.s.t", ("t",), **self.settings)
+        return {
+            "loader": "Apache Iceberg Kafka Connect sink (standalone worker)",
+            "iceberg.control.commit.interval-ms": defaults.commit_interval_ms,
+            "offset.flush.interval.ms": defaults.offset_flush_interval_ms,
+            "tasks.max": "one per partition",
+            "errors.tolerance": "all with the run's dead-letter topic, else none",
+            **KIND_WORKER_SETTINGS,
+        }

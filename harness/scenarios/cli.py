@@ -3,10 +3,14 @@
     icefloe scenario list [--profile ci|full]
     icefloe scenario run NAME|FILE [...] | --all  [--profile ci] [--seed N] [--break NAME]
                                                    [--breaks] [--reports DIR] [--keep]
+                                                   [--loader icefloe|kafka-connect|command:F]
     icefloe scenario check RUN_DIR [...]      recompute verdicts from a run's folder, offline
     icefloe scenario generate [--profile ci|break] [--loader KEY=VALUE] [--seed N] [--found F]
                               [--shrink-minutes M]
-    icefloe soak [--minutes N] [--loader KEY=VALUE] [--seed N]
+    icefloe soak [--minutes N] [--loader KEY=VALUE] [--loader NAME] [--seed N]
+
+``--loader NAME`` puts another loader under test (``harness.loaders.kinds``); a scenario that
+needs what it lacks is reported "not applicable", with the reason, and not run.
 
 Each run prints its seed first (replay with ``--seed``), then one line per history event,
 then a summary. Reports go under ``reports/``: a Markdown report and the history per run,
@@ -54,6 +58,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     runs.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder")
     runs.add_argument("--keep", action="store_true", help="keep topics and tables afterwards")
     runs.add_argument("--quiet", action="store_true", help="no live progress")
+    runs.add_argument("--loader", dest="loader_kind", metavar="NAME", help=_LOADER_HELP)
     check = sub.add_parser(
         "check", help="recompute a finished run's verdicts from its folder (no services)"
     )
@@ -74,13 +79,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
+_LOADER_HELP = (
+    "the loader under test: icefloe (the default), kafka-connect, or command:FILE (a loader "
+    "described by a command line and a configuration template; docs/loaders.md)"
+)
+
+
 def _world_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--loader",
         action="append",
         default=[],
-        metavar="KEY=VALUE",
-        help="a loader setting of the generated world (e.g. exactly_once=false, fencing=false)",
+        metavar="KEY=VALUE|NAME",
+        help="a loader setting of the generated world (e.g. exactly_once=false, fencing=false); "
+        "or, without '=', " + _LOADER_HELP,
     )
     parser.add_argument("--seed", type=int, help="Hypothesis's seed (replays a search)")
     parser.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder")
@@ -106,10 +118,24 @@ def _world(args: argparse.Namespace) -> Any:
     loader = {}
     for item in args.loader:
         key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--loader {item!r}: expected KEY=VALUE")
-        loader[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
+        if sep:
+            loader[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
     return WorldOptions(loader=loader)
+
+
+def _loader_kind(args: argparse.Namespace) -> Any:
+    """The loader kind named by ``--loader NAME`` (None: icefloe's own).
+
+    Raises:
+        ValueError: more than one kind, or an unknown one.
+    """
+    from harness.loaders.kinds import resolve
+
+    named = getattr(args, "loader_kind", None)
+    names = [named] if named else [i for i in getattr(args, "loader", []) if "=" not in i]
+    if len(names) > 1:
+        raise ValueError(f"--loader: one loader at a time, got {names}")
+    return resolve(names[0]) if names else None
 
 
 def _stack(args: argparse.Namespace) -> Any:
@@ -130,6 +156,9 @@ def run_generate(args: argparse.Namespace) -> int:
     from harness.scenarios.explore import explore
     from harness.scenarios.generate import PROFILES
 
+    if _loader_kind(args) is not None:
+        say("[red]error[/] generated schedules drive icefloe's loader only (its fault points)")
+        return 2
     stack = _stack(args)
     profile = PROFILES[args.profile]
     if args.shrink_minutes is not None:
@@ -157,15 +186,20 @@ def run_generate(args: argparse.Namespace) -> int:
 
 def run_soak(args: argparse.Namespace) -> int:
     """``soak``: 0 when nothing was lost, duplicated, misrouted or left unhealed."""
-    from harness.scenarios.soak import soak
+    from harness.scenarios.soak import NotApplicable, soak
     from harness.scenarios.soakreport import summary, write
 
     _interrupt_on_sigterm()
     start: list[float] = []
-    result = soak(
-        _stack(args), args.minutes, reports_dir=args.reports, seed=args.seed,
-        world=_world(args), listener=None if args.quiet else _progress(start),
-    )  # fmt: skip
+    try:
+        result = soak(
+            _stack(args), args.minutes, reports_dir=args.reports, seed=args.seed,
+            world=_world(args), listener=None if args.quiet else _progress(start),
+            loader=_loader_kind(args),
+        )  # fmt: skip
+    except NotApplicable as exc:
+        say(f"[yellow]not applicable[/] {escape(str(exc))}")
+        return 2
     path = write(result)
     for line in summary(result):
         say(escape(line))
@@ -251,6 +285,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         say("[red]error[/] name scenarios or give --all")
         return 2
+    kind = _loader_kind(args)
+    if kind is not None:
+        chosen = [s for s in chosen if _applies(s, kind)]
     plan: list[tuple[Any, str | None]] = []
     for s in chosen:
         if args.break_name:
@@ -263,6 +300,16 @@ def run(args: argparse.Namespace) -> int:
         if args.breaks:
             plan += [(s, b) for b in sorted(s.breaks)]
     return run_plan(plan, args)
+
+
+def _applies(scenario: Any, kind: Any) -> bool:
+    """Whether ``scenario`` applies to loader ``kind``; says why not when it does not."""
+    from harness.loaders.capabilities import needs, not_applicable
+
+    missing = not_applicable(needs(scenario), kind.capabilities)
+    if missing:
+        say(f"[yellow]not applicable[/] {scenario.name} to {kind.name}: {'; '.join(missing)}")
+    return not missing
 
 
 def check_runs(run_dirs: list[Path]) -> int:
@@ -315,6 +362,7 @@ def run_plan(plan: list[tuple[Any, str | None]], args: argparse.Namespace) -> in
             reports_dir=args.reports,
             keep=args.keep,
             listener=None if args.quiet else _progress(start),
+            loader=_loader_kind(args),
         )
         say(f"[bold]scenario {label}[/]: {s.title}")
         result = run_scenario(s, stack, options)

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.loaders.base import Capability
+from harness.loaders.capabilities import not_applicable
 from harness.scenarios.checkers import CheckResult, fault_windows
 from harness.scenarios.engine import Run, RunSetup
 from harness.scenarios.generate import (
@@ -119,6 +121,19 @@ class SoakResult:
             and bool(self.checks)
             and all(c.ok for c in self.checks)
         )
+
+
+NEEDS = {
+    Capability.FAULT_POINTS: "its loader lane kills and freezes at fault points inside batches",
+    Capability.FENCING: "its zombies (a successor fences the frozen loader off)",
+    Capability.ROUTES: "its infra lane's faults on the wire reach the loader through proxies",
+    Capability.SETTINGS: "it sets icefloe's loader settings (timeouts, catch-up batches)",
+}
+"""What the soak needs of a loader (``harness.loaders.capabilities``): capability -> why."""
+
+
+class NotApplicable(ValueError):
+    """The loader under test lacks what a run needs."""
 
 
 def _setup(world: WorldOptions) -> RunSetup:
@@ -262,6 +277,7 @@ def soak(
     seed: int | None = None,
     world: WorldOptions | None = None,
     listener: Callable[[Event], None] | None = None,
+    loader: Any = None,
 ) -> SoakResult:
     """Play generated chapters against one world until ``minutes`` are up; check, report.
 
@@ -272,12 +288,21 @@ def soak(
         seed: Hypothesis's seed and the run's (drawn if None; printed in the report).
         world: Loader overrides and the trickle.
         listener: Every history event (progress).
+        loader: The kind of loader under test (``harness.loaders.kinds``; None: icefloe's).
 
     Returns:
         What the soak did and found (its report is ``report.md`` in its folder).
+
+    Raises:
+        NotApplicable: the loader lacks a capability the soak's faults need (the reasons).
     """
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
+
+    if loader is not None:
+        missing = not_applicable(NEEDS, loader.capabilities)
+        if missing:
+            raise NotApplicable(f"the soak does not apply to {loader.name}: {'; '.join(missing)}")
 
     # The loader behind the fault points unless told otherwise (a break's settings add to it).
     world = world or WorldOptions()
@@ -285,7 +310,10 @@ def soak(
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
     profile = PROFILES["soak"]
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    run = Run(_setup(world), stack, reports_dir / "runs" / f"{stamp}-soak", seed, listener)
+    run = Run(
+        _setup(world), stack, reports_dir / "runs" / f"{stamp}-soak", seed, listener,
+        loader=loader,
+    )  # fmt: skip
     result = SoakResult(run.run_dir, minutes, load=[round(os.getloadavg()[0], 2)])
     began = time.monotonic()
     state = _Soak(stack, run, profile, began + minutes * 60, world)

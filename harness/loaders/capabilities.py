@@ -1,0 +1,116 @@
+"""What a scenario needs of a loader, read from its file, and whether a loader kind has it.
+
+A scenario needs a capability (``harness.loaders.base.Capability``) when its plain timeline,
+its ``[loader]`` table or its checks use it: a kill at a fault point needs icefloe's fault
+points, a zombie needs fencing, ``[loader] via`` needs endpoints that can be routed through the
+fault proxies, a check of dead letters needs a dead-letter path. :func:`not_applicable` compares
+that with what a kind declares and gives the reasons a scenario cannot run on it; nothing else
+decides it. Steps that run only under a break are not counted: a conformance run plays the plain
+timeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from harness.loaders.base import Capability
+from loader.faultpoints import POINTS
+
+__all__ = ["fault_needs", "needs", "not_applicable"]
+
+_POINT_KILLS = (*POINTS, "after_commit")
+"""``kill_loader`` moments that are icefloe's own hooks (the rest are timed from outside)."""
+
+_READS_DEAD_LETTERS = ("dead_letter",)
+"""Checks that read the run's dead-letter topic."""
+
+
+def fault_needs(kind: str, params: Any) -> dict[Capability, str]:
+    """What fault ``kind`` with ``params`` needs of the loader (capability -> why).
+
+    Args:
+        kind: A fault kind (``harness.scenarios.faults``).
+        params: Its parameters (a dataclass; ``at``, ``freeze`` read when present).
+
+    Returns:
+        The capabilities it needs; none for faults on services, traffic or the table.
+    """
+    if kind == "kill_loader":
+        at = getattr(params, "at", "now")
+        if at in _POINT_KILLS:
+            return {Capability.FAULT_POINTS: f"kill_loader at = {at!r} (icefloe's fault point)"}
+        return {Capability.KILL: f"kill_loader at = {at!r}"}
+    if kind == "zombie_loader":
+        freeze = getattr(params, "freeze", "hook")
+        out = {
+            Capability.FENCING: "zombie_loader (a successor fences the frozen loader off)",
+            Capability.FREEZE: "zombie_loader (SIGSTOP)",
+        }
+        if freeze == "hook" or freeze in POINTS:
+            out[Capability.FAULT_POINTS] = f"zombie_loader freeze = {freeze!r} (a fault point)"
+        return out
+    return {}
+
+
+def _step_needs(step: Any) -> dict[Capability, str]:
+    params = step.params
+    out: dict[Capability, str] = {}
+    if step.do == "fault":
+        out.update(fault_needs(params.kind, params.params))
+    elif step.do == "nemesis":
+        out.update(fault_needs(params.fault.kind, params.fault.params))
+    elif step.do == "schedule":
+        for event in params.events.faults:
+            out.update(fault_needs(event.kind, event.params))
+    elif step.do == "restart_loader" and getattr(params, "fresh_checkpoint", False):
+        out[Capability.SETTINGS] = "restart_loader fresh_checkpoint (icefloe's Spark checkpoint)"
+    elif step.do == "configure_loader":
+        changes: Mapping[str, Any] = params.changes
+        if changes.get("dead_letter"):
+            out[Capability.DEAD_LETTERS] = "configure_loader dead_letter = true"
+        rest = {k for k in changes if k != "dead_letter"}
+        if rest:
+            out[Capability.SETTINGS] = f"configure_loader {sorted(rest)}"
+    return out
+
+
+def needs(scenario: Any) -> dict[Capability, str]:
+    """What a scenario's plain run needs of the loader under test: capability -> why.
+
+    Args:
+        scenario: A ``harness.scenarios.model.Scenario``.
+
+    Returns:
+        Each capability needed with the first reason found.
+    """
+    out: dict[Capability, str] = {}
+
+    def add(found: Mapping[Capability, str]) -> None:
+        for capability, why in found.items():
+            out.setdefault(capability, why)
+
+    add(scenario.loader.needs())
+    for step in scenario.steps:
+        if step.only_in_break is None:
+            add(_step_needs(step))
+    reads = [c.check for c in scenario.checks if c.check in _READS_DEAD_LETTERS]
+    if reads and scenario.loader.dead_letter:
+        add({Capability.DEAD_LETTERS: f"check {reads[0]} (reads the dead-letter topic)"})
+    return out
+
+
+def not_applicable(
+    required: Mapping[Capability, str], capabilities: Iterable[Capability | str]
+) -> list[str]:
+    """Why a loader with ``capabilities`` cannot run what ``required`` asks (empty: it can).
+
+    Args:
+        required: Capability -> why (``needs``).
+        capabilities: What the loader kind declares.
+
+    Returns:
+        One line per missing capability: ``"no <capability>: <why>"``.
+    """
+    have = {str(c) for c in capabilities}
+    return [f"no {c.value}: {why}" for c, why in required.items() if c.value not in have]

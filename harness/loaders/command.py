@@ -1,0 +1,475 @@
+"""A loader a user brings, described by a command line and a configuration template.
+
+A user puts a loader of their own (a Flink job, a Spark job, a script) under the same scenarios
+without writing Python: a TOML file names the command that runs it, the configuration file it
+reads (a template), its environment, what it can do and how to tell it has started::
+
+    name = "my-loader"
+    command = ["${python}", "-m", "myloader", "--config", "${config_file}"]
+    capabilities = ["kill", "freeze", "dead_letters"]   # see harness.loaders.base.Capability
+    ready_log = "started streaming"                     # a regular expression of its log
+    progress = "its checkpoint in ${state_dir}/checkpoint"
+
+    [config]                       # written to ${config_file} before each start
+    name = "loader.toml"
+    template = '''
+    bootstrap = "${bootstrap_servers}"
+    topics = ["${topic}"]
+    table = "${table}"
+    '''                            # or file = "my-loader.toml.in", beside this file
+
+    [env]                          # credentials go here, and only here
+    MY_S3_ACCESS_KEY = "${s3_access_key}"
+    MY_S3_SECRET_KEY = "${s3_secret_key}"
+
+Placeholders (``${name}``) are :data:`PLACEHOLDERS`; a name not among them is an error when the
+file is read. The S3 credentials (:data:`SECRETS`) may appear only in ``[env]``: never on the
+command line (``ps`` shows it) nor in the configuration file. Each start runs the command in
+its own process group (kill -9 and SIGSTOP reach all of it), in the loader's state folder, its
+output in ``command.log`` there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import string
+import sys
+import threading
+import time
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.loaders.base import Capability, ExitWatch, Health, LoaderTarget
+from harness.stack import keys
+from harness.stack.process import ManagedProcess
+
+__all__ = ["PLACEHOLDERS", "SECRETS", "CommandKind", "CommandLoader", "CommandSpec", "load_spec"]
+
+PREFIX = "command:"
+"""``--loader command:FILE`` names a command loader by its description file."""
+
+PLACEHOLDERS = {
+    "bootstrap_servers": "the Kafka bootstrap servers (host:port,...)",
+    "topic": "the source topic (the first, when there are several)",
+    "topics": "the source topics, comma-separated",
+    "table": "the table as catalog.schema.table",
+    "namespace": "the table's schema (namespace) in the catalog",
+    "table_name": "the table's name in its namespace",
+    "catalog_uri": "the Iceberg REST catalog's URI",
+    "warehouse": "the catalog's warehouse location",
+    "s3_endpoint": "the object store's endpoint",
+    "s3_region": "the object store's region",
+    "dead_letter_topic": "the run's dead-letter topic (empty when the run has none)",
+    "loader_id": "the loader's id (kept across restarts; unique per table)",
+    "state_dir": "the loader's own folder (keep progress here: it survives a restart)",
+    "config_file": "the rendered configuration file",
+    "python": "the Python interpreter running the harness",
+}
+"""Placeholders the command, the configuration template and ``[env]`` may use."""
+
+SECRETS = {
+    "s3_access_key": "the object store's access key",
+    "s3_secret_key": "the object store's secret key",
+}
+"""Placeholders only ``[env]`` may use."""
+
+DEFAULT_CAPABILITIES = frozenset({Capability.KILL, Capability.FREEZE})
+
+
+class SpecError(ValueError):
+    """A command loader's description is wrong (named with its file)."""
+
+
+def _names(text: str) -> set[str]:
+    found = set()
+    for match in string.Template.pattern.finditer(text):
+        name = match.group("named") or match.group("braced")
+        if name:
+            found.add(name)
+        elif match.group("invalid") is not None:
+            raise SpecError(f"a lone '$' in {text!r}: write $$ for a dollar sign")
+    return found
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    """A command loader's description (see the module's docstring for the file).
+
+    Attributes:
+        name: What reports call it.
+        command: The command line, with placeholders.
+        config_name: The configuration file's name in the loader's folder.
+        config_template: Its text, with placeholders (empty: no file).
+        env: Further environment variables, with placeholders (credentials here only).
+        capabilities: What it can do (``harness.loaders.base.Capability`` values).
+        ready_log: A regular expression its log matches once it has started (None: started
+            as soon as it runs).
+        ready_timeout_s: How long a start may take.
+        progress: Where it keeps its progress, for reports (placeholders allowed).
+        settle_s: How long a run waits after the last expected row is visible, for a late
+            commit to show (about two of its commit intervals).
+        stop_timeout_s: How long it may take to stop on SIGTERM before it is killed.
+        path: The file it was read from.
+    """
+
+    name: str
+    command: tuple[str, ...]
+    config_name: str = "loader.conf"
+    config_template: str = ""
+    env: Mapping[str, str] = field(default_factory=dict)
+    capabilities: frozenset[Capability] = DEFAULT_CAPABILITIES
+    ready_log: str | None = None
+    ready_timeout_s: float = 180.0
+    progress: str = "(not described)"
+    settle_s: float = 10.0
+    stop_timeout_s: float = 60.0
+    path: Path | None = None
+
+    def __post_init__(self) -> None:
+        if not self.command:
+            raise SpecError("command: give the command line as a list of strings")
+        known = set(PLACEHOLDERS)
+        for where, text in (
+            *(("command", part) for part in self.command),
+            ("config", self.config_template),
+            ("progress", self.progress),
+        ):
+            used = _names(text)
+            if used & set(SECRETS):
+                raise SpecError(
+                    f"{where}: {sorted(used & set(SECRETS))} may appear only in [env] "
+                    "(credentials never go on a command line or into a file)"
+                )
+            if used - known:
+                raise SpecError(f"{where}: unknown placeholder(s) {sorted(used - known)}")
+        for var, text in self.env.items():
+            unknown = _names(text) - known - set(SECRETS)
+            if unknown:
+                raise SpecError(f"env {var}: unknown placeholder(s) {sorted(unknown)}")
+        if self.ready_log is not None:
+            re.compile(self.ready_log)
+
+
+def load_spec(path: Path) -> CommandSpec:
+    """Read a command loader's description.
+
+    Args:
+        path: Its TOML file.
+
+    Returns:
+        The description.
+
+    Raises:
+        SpecError: an unknown key, a missing command, an unknown placeholder, a credential
+            outside ``[env]``, an unknown capability.
+        OSError: the file (or its configuration template file) cannot be read.
+    """
+    doc = tomllib.loads(path.read_text())
+    known = {
+        "name", "command", "config", "env", "capabilities", "ready_log", "ready_timeout_s",
+        "progress", "settle_s", "stop_timeout_s",
+    }  # fmt: skip
+    unknown = sorted(set(doc) - known)
+    if unknown:
+        raise SpecError(f"{path}: unknown key(s) {unknown}; known: {sorted(known)}")
+    config = doc.get("config", {})
+    template = str(config.get("template", ""))
+    if "file" in config:
+        template = (path.parent / str(config["file"])).read_text()
+    try:
+        capabilities = frozenset(Capability(c) for c in doc.get("capabilities", ["kill", "freeze"]))
+    except ValueError as exc:
+        raise SpecError(f"{path}: {exc}; known: {[c.value for c in Capability]}") from exc
+    try:
+        return CommandSpec(
+            name=str(doc.get("name", path.stem)),
+            command=tuple(str(part) for part in doc.get("command", ())),
+            config_name=str(config.get("name", "loader.conf")),
+            config_template=template,
+            env={str(k): str(v) for k, v in doc.get("env", {}).items()},
+            capabilities=capabilities,
+            ready_log=doc.get("ready_log"),
+            ready_timeout_s=float(doc.get("ready_timeout_s", 180.0)),
+            progress=str(doc.get("progress", "(not described)")),
+            settle_s=float(doc.get("settle_s", 10.0)),
+            stop_timeout_s=float(doc.get("stop_timeout_s", 60.0)),
+            path=path,
+        )
+    except SpecError as exc:
+        raise SpecError(f"{path}: {exc}") from exc
+
+
+def values(target: LoaderTarget, stack: Any, config_file: Path) -> dict[str, str]:
+    """The placeholders' values for ``target`` on ``stack`` (no credential among them)."""
+    catalog, namespace, table = target.table.split(".", 2)
+    del catalog
+    endpoints = target.endpoints
+    return {
+        "bootstrap_servers": endpoints.get("kafka.bootstrap", stack.bootstrap_servers),
+        "topic": target.topics[0],
+        "topics": ",".join(target.topics),
+        "table": target.table,
+        "namespace": namespace,
+        "table_name": table,
+        "catalog_uri": endpoints.get("catalog.uri", stack.catalog_uri),
+        "warehouse": f"s3://{keys.WAREHOUSE_BUCKET}/",
+        "s3_endpoint": endpoints.get("catalog.s3_endpoint", stack.s3_endpoint),
+        "s3_region": keys.S3_REGION,
+        "dead_letter_topic": target.dead_letter_topic or "",
+        "loader_id": target.loader_id,
+        "state_dir": str(target.state_dir),
+        "config_file": str(config_file),
+        "python": sys.executable,
+    }
+
+
+class CommandLoader:
+    """One command loader for one target: a ``harness.loaders.base.Loader``.
+
+    Args:
+        spec: Its description.
+        target: What it loads.
+        stack: The running stack (endpoints and credentials).
+        history: Where starts, exits, kills and stops are recorded.
+    """
+
+    def __init__(self, spec: CommandSpec, target: LoaderTarget, stack: Any, history: Any) -> None:
+        self.spec = spec
+        self.target = target
+        self.stack = stack
+        self.history = history
+        self.state_dir = target.state_dir
+        self.process = ManagedProcess("command", target.state_dir)
+        self.config_file = target.state_dir / spec.config_name
+        self.starts = 0
+        self.hooks: dict[str, str] = {}
+        self._began = 0.0
+        self._mark = 0
+        self._watch = ExitWatch(
+            self.process, history, lambda: self.start(wait=False), self.log_tail
+        )
+        self._watch.restart_on_exit = target.restart_on_exit
+
+    @property
+    def restart_on_exit(self) -> bool:
+        return self._watch.restart_on_exit
+
+    @restart_on_exit.setter
+    def restart_on_exit(self, value: bool) -> None:
+        self._watch.restart_on_exit = value
+
+    @property
+    def loader_id(self) -> str:
+        return self.target.loader_id
+
+    @property
+    def dead_letter_topic(self) -> str | None:
+        return self.target.dead_letter_topic
+
+    def _render(self, text: str, extra: Mapping[str, str] | None = None) -> str:
+        mapping = values(self.target, self.stack, self.config_file)
+        return string.Template(text).substitute({**mapping, **(extra or {})})
+
+    def argv(self) -> list[str]:
+        """The command line (no credential in it)."""
+        return [self._render(part) for part in self.spec.command]
+
+    def environment(self) -> dict[str, str]:
+        """The caller's environment, plus ``[env]`` with the credentials filled in."""
+        import os
+
+        secrets = {
+            "s3_access_key": self.stack.credentials.access_key,
+            "s3_secret_key": self.stack.credentials.secret_key.reveal(),
+        }
+        env = dict(os.environ)
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        env.update({k: self._render(v, secrets) for k, v in self.spec.env.items()})
+        return env
+
+    def start(
+        self,
+        *,
+        wait: bool = True,
+        track: bool = False,
+        hooks: Mapping[str, str] | None = None,
+        expect_codes: tuple[int, ...] = (),
+    ) -> float:
+        """Write its configuration, start it, and (by default) wait until it has started.
+
+        Returns:
+            Seconds until started (0 when not waiting).
+
+        Raises:
+            ValueError: fault hooks were given (a command loader has no fault points).
+            RuntimeError: it exited, or did not start within ``ready_timeout_s``.
+        """
+        if hooks:
+            raise ValueError(f"{self.spec.name} has no fault points: {sorted(hooks)}")
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        if self.spec.config_template:
+            self.config_file.write_text(self._render(self.spec.config_template))
+        self._mark = self.log_size()
+        self._began = time.monotonic()
+        self.history.record(
+            "loader", "invoke", "start", loader=self.spec.name, loader_id=self.loader_id
+        )
+        pid = self.process.start(self.argv(), self.environment(), self.state_dir)
+        self.starts += 1
+        self._watch.started()
+        if wait:
+            return self._await_started(pid)
+        if track:
+            threading.Thread(target=self._track, args=(pid,), daemon=True).start()
+        return 0.0
+
+    def _track(self, pid: int) -> None:
+        with contextlib.suppress(RuntimeError):  # recorded as a failed start
+            self._await_started(pid)
+
+    def _await_started(self, pid: int) -> float:
+        deadline = self._began + self.spec.ready_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.started_pid != pid:
+                raise RuntimeError(f"{self.spec.name} was started again before it had started")
+            if not self.process.is_running():
+                if self._watch.expected:
+                    self.history.record("loader", "info", "start_interrupted", pid=pid)
+                    raise RuntimeError(f"{self.spec.name} was stopped while starting")
+                self.history.record("loader", "fail", "start", pid=pid, log=self.log_tail(20))
+                raise RuntimeError(f"{self.spec.name} exited while starting:\n{self.log_tail(20)}")
+            if self.has_started():
+                took = time.monotonic() - self._began
+                self.history.record("loader", "ok", "start", pid=pid, seconds=round(took, 2))
+                return took
+            time.sleep(0.25)
+        self.history.record("loader", "fail", "start", pid=pid, log=self.log_tail(20))
+        raise RuntimeError(
+            f"{self.spec.name} did not start in {self.spec.ready_timeout_s:.0f} s; its log "
+            f"ends:\n{self.log_tail(20)}"
+        )
+
+    def has_started(self) -> bool:
+        """Whether the last start's log matches ``ready_log`` (or it simply runs)."""
+        if self.spec.ready_log is None:
+            return self.process.is_running()
+        return re.search(self.spec.ready_log, self.log_since(self._mark)) is not None
+
+    def stop(self, timeout: float | None = None) -> None:
+        """SIGTERM its process group; SIGKILL after ``stop_timeout_s``."""
+        pid = self.process.pid
+        self._watch.expect()
+        self.process.stop(self.spec.stop_timeout_s if timeout is None else timeout)
+        self.history.record("loader", "info", "stopped", pid=pid, loader=self.spec.name)
+
+    def kill(self) -> int | None:
+        pid = self.process.pid
+        self._watch.expect()
+        self.process.kill()
+        self.history.record("loader", "info", "killed", pid=pid, loader=self.spec.name)
+        return pid
+
+    def freeze(self) -> int | None:
+        pid = self.process.pid
+        self.process.pause()
+        self.history.record("loader", "info", "frozen", pid=pid, loader=self.spec.name)
+        return pid
+
+    def thaw(self) -> None:
+        pid = self.process.pid
+        self.process.resume()
+        self.history.record("loader", "info", "thawed", pid=pid, loader=self.spec.name)
+
+    def frozen(self) -> bool:
+        return self.process.is_paused()
+
+    def is_running(self) -> bool:
+        return self.process.is_running()
+
+    def wait_exit(self, timeout_s: float) -> bool:
+        return self.process.wait_exit(timeout_s)
+
+    def health(self) -> Health:
+        running = self.is_running()
+        frozen = running and self.frozen()
+        return Health(
+            running, running and not frozen and self.has_started(), "frozen" if frozen else ""
+        )
+
+    def configuration(self) -> dict[str, Any]:
+        """Its command line and its rendered configuration file (no credential in either)."""
+        text = self.config_file.read_text() if self.config_file.exists() else ""
+        return {"command": self.argv(), "config_file": str(self.config_file), "config": text}
+
+    def progress(self) -> str:
+        return self._render(self.spec.progress)
+
+    def uptime_s(self) -> float:
+        return time.monotonic() - self._began
+
+    def last_trace(self) -> list[dict[str, Any]]:
+        return []
+
+    def log_size(self) -> int:
+        try:
+            return self.process.log_file.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def log_since(self, mark: int) -> str:
+        try:
+            with self.process.log_file.open("rb") as fh:
+                fh.seek(mark)
+                return fh.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def log_tail(self, lines: int = 40) -> str:
+        return self.process.log_tail(lines)
+
+    def retire(self, timeout_s: float = 180.0, holds_table: Any = None) -> int | None:
+        """Thaw a replaced loader and kill it (no fencing declared to step down by)."""
+        self.restart_on_exit = False
+        self.thaw()
+        self.kill()
+        return None
+
+    def close(self) -> None:
+        self._watch.close()
+        if self.process.is_running():
+            self.stop()
+
+
+class CommandKind:
+    """Makes command loaders from a description (``--loader command:FILE``).
+
+    Args:
+        spec: The description.
+    """
+
+    def __init__(self, spec: CommandSpec) -> None:
+        self.spec = spec
+        self.name = f"{PREFIX}{spec.path}" if spec.path is not None else spec.name
+        self.capabilities = spec.capabilities
+
+    def make(self, target: LoaderTarget, stack: Any, history: Any) -> CommandLoader:
+        return CommandLoader(self.spec, target, stack, history)
+
+    def retarget(self, loader: Any, target: LoaderTarget) -> None:
+        loader.target = target
+        loader.restart_on_exit = target.restart_on_exit
+
+    def settle_s(self, target: LoaderTarget) -> float:
+        return self.spec.settle_s
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "loader": f"{self.spec.name} (a command line)",
+            "command": " ".join(self.spec.command),
+            "capabilities": sorted(c.value for c in self.spec.capabilities),
+            "progress": self.spec.progress,
+        }
