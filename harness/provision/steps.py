@@ -4,6 +4,11 @@ Each step knows whether it is already done, so a second run does nothing and say
 Maven Central (Trino, the Iceberg REST catalog, Kafka and Spark jars through Ivy, the Eclipse
 compiler), the Go module proxy (MinIO, built from source) and PyPI (JDKs and Go when the machine
 has none that fits).
+
+The MinIO build, the longest step by far and one that needs nothing else, runs beside the
+others from the start (a step ``beside``), or was started even earlier by ``make`` before the
+virtualenv (`harness.provision.early`); the others run in turn. The report at the end gives
+each step's start and time and the critical path: the chain that ended last.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tarfile
+import threading
 import time
 import zipfile
 from collections.abc import Callable, Sequence
@@ -18,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.console import say
-from harness.provision import go, ivy, jdk, versions
+from harness.provision import early, go, ivy, jdk, versions
 from harness.provision.download import download
 from harness.provision.layout import ECJ, LOADER_JVM_SOURCES, Layout
 
@@ -28,11 +34,63 @@ _LAUNCHER_CLASS = "IcefloeRestServer"
 
 @dataclass(frozen=True)
 class Step:
-    """One provisioning step: a name, a test for 'already done', and the work."""
+    """One provisioning step: a name, a test for 'already done', and the work.
+
+    Attributes:
+        beside: run in a thread of its own from the start, beside the steps run in turn.
+    """
 
     name: str
     done: Callable[[], bool]
     run: Callable[[], None]
+    beside: bool = False
+
+
+@dataclass(frozen=True)
+class Timing:
+    """When a step ran, in seconds from the start of provisioning (negative: before it).
+
+    Attributes:
+        name: the step.
+        start: when it started.
+        seconds: how long it took.
+        note: where it ran, if not in turn (``beside``, ``started by make``).
+    """
+
+    name: str
+    start: float
+    seconds: float
+    note: str = ""
+
+    @property
+    def end(self) -> float:
+        return self.start + self.seconds
+
+
+def critical_path(timings: Sequence[Timing]) -> tuple[str, float]:
+    """The chain that ended last, and when: the steps run in turn, or a step run beside them.
+
+    Returns:
+        Its description and its end (seconds from the start of provisioning).
+    """
+    in_turn = [t for t in timings if not t.note]
+    beside = [t for t in timings if t.note]
+    turn_end = max((t.end for t in in_turn), default=0.0)
+    last = max(beside, key=lambda t: t.end, default=None)
+    if last is not None and last.end >= turn_end:
+        return f"{last.name} ({last.note})", last.end
+    return f"the {len(in_turn)} step(s) in turn", turn_end
+
+
+def report_lines(timings: Sequence[Timing], total: float) -> list[str]:
+    """The provisioning report: each step's start and time, then the critical path."""
+    lines = ["  started at (s)  took (s)  step"]
+    for t in sorted(timings, key=lambda t: t.start):
+        where = f"  [{t.note}]" if t.note else ""
+        lines.append(f"  {t.start:14.1f}  {t.seconds:8.1f}  {t.name}{where}")
+    path, end = critical_path(timings)
+    lines.append(f"critical path: {path}, ended at {end:.0f} s; provisioning took {total:.0f} s")
+    return lines
 
 
 def _maven(layout: Layout, artifact: versions.MavenArtifact) -> Path:
@@ -119,7 +177,7 @@ def _build_loader_jar(layout: Layout) -> None:
 
 
 def _build_minio(layout: Layout) -> None:
-    go.install(layout, f"{versions.MINIO_MODULE}@{versions.MINIO}", layout.minio_bin)
+    early.build_minio(layout, by="provision")
 
 
 def build_toxiproxy(layout: Layout) -> None:
@@ -210,12 +268,21 @@ def steps(layout: Layout) -> list[Step]:
             lambda: _compile_catalog_launcher(layout),
         ),
         Step(f"trino {versions.TRINO}", layout.trino_home.is_dir, lambda: _install_trino(layout)),
-        Step(f"minio {versions.MINIO}", layout.minio_bin.exists, lambda: _build_minio(layout)),
+        Step(
+            f"minio {versions.MINIO}",
+            layout.minio_bin.exists,
+            lambda: _build_minio(layout),
+            beside=True,
+        ),
     ]
 
 
 def provision(layout: Layout, extras: Sequence[str] = ()) -> int:
     """Run every step not yet done; return how many ran. Says so when none had to.
+
+    Steps marked ``beside`` start first, each in a thread, and the others run in turn
+    meanwhile; a MinIO build ``make`` started earlier is waited for, not repeated. Prints each
+    step's time and the critical path.
 
     Args:
         layout: the cache.
@@ -223,21 +290,78 @@ def provision(layout: Layout, extras: Sequence[str] = ()) -> int:
 
     Raises:
         KeyError: an unknown name in ``extras``.
+        Exception: the first step that failed (a step beside the others is waited for first).
     """
     started = time.monotonic()
-    ran = 0
+    began_wall = time.time()
     optional = optional_steps(layout)
+    todo: list[Step] = []
     for step in [*steps(layout), *(optional[name] for name in extras)]:
         if step.done():
             say(f"[green]ok[/] {step.name} (cached)")
-            continue
-        say(f"[yellow]..[/] {step.name}")
+        else:
+            todo.append(step)
+    timings: list[Timing] = []
+    errors: list[BaseException] = []
+
+    def timed(step: Step, note: str = "") -> None:
         t0 = time.monotonic()
         step.run()
-        ran += 1
-        say(f"[green]ok[/] {step.name} ({time.monotonic() - t0:.0f} s)")
-    if ran == 0:
+        took = time.monotonic() - t0
+        timings.append(Timing(step.name, t0 - started, took, note))
+        say(f"[green]ok[/] {step.name} ({took:.0f} s{', beside the others' if note else ''})")
+
+    threads = []
+    for step in (s for s in todo if s.beside):
+        say(f"[yellow]..[/] {step.name} (beside the other steps)")
+        thread = threading.Thread(target=_kept(errors, timed), args=(step, "beside"))
+        thread.start()
+        threads.append(thread)
+    try:
+        for step in (s for s in todo if not s.beside):
+            say(f"[yellow]..[/] {step.name}")
+            timed(step)
+    finally:
+        for thread in threads:
+            thread.join()
+    if errors:
+        raise errors[0]
+    _place_early_build(layout, began_wall, timings)
+    total = time.monotonic() - started
+    if not timings:
         say(f"nothing to do: everything is provisioned in {layout.cache}")
-    else:
-        say(f"provisioned {ran} step(s) in {time.monotonic() - started:.0f} s into {layout.cache}")
-    return ran
+        return 0
+    for line in report_lines(timings, total):
+        say(line)
+    say(f"provisioned {len(timings)} step(s) in {total:.0f} s into {layout.cache}")
+    return len(todo)
+
+
+def _kept(errors: list[BaseException], work: Callable[..., None]) -> Callable[..., None]:
+    """``work`` for a thread: its error goes to ``errors`` (raised by the main thread)."""
+
+    def run(*args: object) -> None:
+        try:
+            work(*args)
+        except BaseException as exc:
+            errors.append(exc)
+
+    return run
+
+
+EARLY_BUILD_SLACK_S = 60.0
+"""A build ``make`` started that ended at most this long before provisioning began is this
+run's (its virtualenv took longer than the build); an older one belongs to an earlier run."""
+
+
+def _place_early_build(layout: Layout, began_wall: float, timings: list[Timing]) -> None:
+    """Give the MinIO step the times of the build ``make`` ran for this run."""
+    record = early.read_record(layout)
+    if record is None or record.by != "make" or not record.ok:
+        return
+    if record.ended < began_wall - EARLY_BUILD_SLACK_S:
+        return  # built for an earlier run
+    name = f"minio {versions.MINIO}"
+    timings[:] = [t for t in timings if t.name != name]
+    start = record.started - began_wall
+    timings.append(Timing(name, start, record.seconds, "started by make, beside the others"))
