@@ -12,8 +12,10 @@ topic holds exactly the malformed messages, each once: letters are counted per s
 topic/partition/offset, and a source sent twice is an anomaly, not a statistic).
 ``faults_healed`` says every injected fault was healed; ``live_invariants`` replays the live
 rules over the whole history; ``one_owner`` says one loader process at a time committed to the
-table (from the snapshots the commit reads recorded: process tokens, take-overs, parents). All
-are registered as checkers, so scenario files name them.
+table (from the snapshots the commit reads recorded: process tokens, take-overs, parents);
+``values_match_ledger`` compares every row's values, column by column, with its message as
+sent, through the table's schema changes. All are registered as checkers, so scenario files
+name them.
 
 A message whose delivery the publisher could not confirm (a broker killed mid-send) may or may
 not be in Kafka: it may be in the table once, or not at all, never twice.
@@ -21,6 +23,7 @@ not be in Kafka: it may be in the table once, or not at all, never twice.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +41,7 @@ from harness.scenarios.checkers import (
 from harness.scenarios.compare import compare_dead_letters, coordinates, letter_source
 from harness.scenarios.history import Event, History, select
 from harness.scenarios.observe import dead_letters, read_errors, removed_by_retention
+from harness.scenarios.schemahistory import SchemaChange, names_over_time, states_of
 from publisher.ledger import LedgerEntry
 
 __all__ = ["LedgerIndex", "LiveJudge", "live_anomalies", "main_commits"]
@@ -382,3 +386,87 @@ def check_one_owner(
         "each process wrote only while it held the table",
         stats,
     )
+
+
+@checker("values_match_ledger")
+def check_values_match_ledger(
+    history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
+) -> CheckResult:
+    """Every row holds, column by column, the values its message was sent with, mapped through
+    the table's schema history (``harness.scenarios.schemahistory``): a column added holds
+    NULL for rows loaded before it, a renamed one the old field's value for rows loaded before
+    the rename and NULL after, a widened one the same value, a dropped one is not compared.
+
+    Reads ``reads["row_values"]`` (event id to the final table's value columns, read after
+    everything healed) and ``facts["sent_rows"]`` (each valid message as sent, regenerated
+    from its phase's seed). A row that may have been loaded on either side of a change (its
+    message published before the change ended, its id first seen after it began) may hold
+    either value. A column whose change failed (it may or may not have applied) is left out.
+
+    Returns:
+        ``invalid`` with ``wrong_value`` (the row, the column, the value read and the ones
+        expected); ``unknown`` when the values were not read or no row could be compared.
+    """
+    rows: Mapping[str, Mapping[str, Any]] = observed.reads.get("row_values") or {}
+    sent: Mapping[str, Mapping[str, Any]] = observed.facts.get("sent_rows") or {}
+    if not rows:
+        return CheckResult("values_match_ledger", UNKNOWN, "the rows' values were not read")
+    changes: Sequence[SchemaChange] = observed.facts.get("schema_changes") or ()
+    seen: Mapping[str, float] = observed.reads.get("first_seen") or {}
+    columns = sorted({c for values in rows.values() for c in values})
+    uncertain = {n for c in changes if c.end is None for n in (c.column, c.to) if n}
+    names = {c: names_over_time(changes, c) for c in columns}
+    compared = [c for c in columns if not uncertain & {n for n in names[c] if n}]
+    entries = {e.event_id: e for e in ledger if e.delivered and e.status == "valid"}
+    found = Found()
+    checked = values = either = 0
+    for eid, got in rows.items():
+        message, entry = sent.get(eid), entries.get(eid)
+        if message is None or entry is None:
+            continue
+        checked += 1
+        published = entry.timestamp / 1000 if entry.timestamp is not None else None
+        states = states_of(changes, published, seen.get(eid))
+        for column in compared:
+            wants: list[Any] = []
+            for k in states:
+                name = names[column][k]
+                want = message.get(name) if name is not None else None
+                if not any(_same_value(want, w) for w in wants):
+                    wants.append(want)
+            values += 1
+            either += len(wants) > 1
+            if not any(_same_value(got.get(column), w) for w in wants):
+                expected = " or ".join(repr(w) for w in wants)
+                found.add(
+                    "wrong_value", f"{eid}: {column}={got.get(column)!r}, expected {expected}"
+                )
+    stats = {
+        "rows": checked,
+        "values": values,
+        "either_side_of_a_change": either,
+        "columns": len(compared),
+        "columns_left_out": len(columns) - len(compared),
+        "schema_changes": len(changes),
+    }
+    if not values:
+        return CheckResult(
+            "values_match_ledger", UNKNOWN,
+            f"no value could be compared ({len(rows)} rows read, {checked} with a message "
+            "regenerated)", {}, stats,
+        )  # fmt: skip
+    return found.result(
+        "values_match_ledger",
+        f"{values} values of {checked} rows in {len(compared)} columns as sent, through "
+        f"{len(changes)} schema changes",
+        stats,
+    )
+
+
+def _same_value(got: Any, want: Any) -> bool:
+    """Equal, numbers by value (a REAL column holds a float32: 1e-6 relative)."""
+    if isinstance(got, bool) or isinstance(want, bool) or got is None or want is None:
+        return bool(got == want)
+    if isinstance(got, int | float) and isinstance(want, int | float):
+        return math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-30) or got == want
+    return bool(got == want)

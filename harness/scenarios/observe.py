@@ -21,6 +21,7 @@ from typing import Any
 from harness.scenarios.checkers import DeadLetter, Observed
 from harness.scenarios.history import Event, History, select
 from harness.scenarios.params import parse_params
+from harness.scenarios.schemahistory import schema_changes
 from publisher.ledger import Ledger, LedgerEntry
 
 __all__ = [
@@ -34,9 +35,10 @@ __all__ = [
     "read_errors",
     "removed_by_retention",
     "table_counts",
+    "value_columns",
 ]
 
-NAMED_READS = ("before_delete", "visible_at_halt", "compaction", "rows")
+NAMED_READS = ("before_delete", "visible_at_halt", "compaction", "rows", "row_values")
 
 
 def _reference_value_columns() -> tuple[str, ...]:
@@ -130,9 +132,23 @@ def phases(run_dir: Path) -> dict[str, list[str]]:
     }
 
 
-def _regenerated(history: History, run_dir: Path, valid: set[str]) -> list[tuple[str, dict]]:
-    """Plain (undrifted) rows of every valid message, regenerated from the phase seeds that the
-    history's publish events name."""
+def _regenerated(
+    history: History, run_dir: Path, valid: set[str], *, as_sent: bool = False
+) -> list[tuple[str, dict]]:
+    """The rows of valid messages, regenerated from the phase seeds the history's publish
+    events name.
+
+    Args:
+        history: The run's history.
+        run_dir: Its folder (the ledgers).
+        valid: The ids wanted.
+        as_sent: Each message as it was sent (extra fields and all) instead of the plain
+            (undrifted) row; a phase whose fields are not the table's columns (an envelope,
+            camelCase) is left out.
+
+    Returns:
+        (event id, row) pairs.
+    """
     from harness.scenarios.traffic import Workload, generation
     from publisher.drift import DriftConfig
     from publisher.messages import generate
@@ -146,14 +162,31 @@ def _regenerated(history: History, run_dir: Path, valid: set[str]) -> list[tuple
         if not entries:
             continue
         workload = parse_params(Workload, event.data["workload"], "publish")
-        # Drift never changes the values of a valid row, so the plain row is the truth.
-        plain = dataclasses.replace(
-            generation(workload, int(event.data["seed"])), drift=DriftConfig()
-        )
-        for m in generate(plain, max(e.seq for e in entries) + 1):
+        config = generation(workload, int(event.data["seed"]))
+        if as_sent:
+            if workload.envelope or workload.camel_case:
+                continue
+        else:
+            # Drift never changes the values of a valid row, so the plain row is the truth.
+            config = dataclasses.replace(config, drift=DriftConfig())
+        for m in generate(config, max(e.seq for e in entries) + 1):
             if m.event_id in valid and m.kind is None and m.value is not None:
                 out.append((m.event_id, json.loads(m.value)))
     return out
+
+
+def value_columns(columns: Iterable[str]) -> list[str]:
+    """The columns of a table whose values a ``values_match_ledger`` check compares: the
+    reference table's scalar columns and every column the reference table does not have
+    (the ones a scenario or a schema fault added, under their names at the end)."""
+    from publisher.rows import EVENT_ID_FIELD, reference_schema
+
+    reference = {f.name for f in reference_schema().fields}
+    return [
+        c
+        for c in columns
+        if c != EVENT_ID_FIELD and (c in REFERENCE_VALUE_COLUMNS or c not in reference)
+    ]
 
 
 def _micros(text: str) -> int:
@@ -190,6 +223,10 @@ def observed(
             reads[event.name] = dict(event.data.get("values") or {})
     facts: dict[str, Any] = {"phases": phases(run_dir)}
     wanted = {name for name, _ in checks}
+    if "values_match_ledger" in wanted:
+        read = set(reads.get("row_values") or ())
+        facts["sent_rows"] = dict(_regenerated(history, run_dir, read, as_sent=True))
+        facts["schema_changes"] = schema_changes(history)
     if wanted & {"retention", "values"}:
         valid = {e.event_id for e in ledger if e.delivered and e.status == "valid"}
         rows = _regenerated(history, run_dir, valid)

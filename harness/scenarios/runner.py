@@ -35,7 +35,12 @@ from harness.scenarios.checkers import (
 from harness.scenarios.engine import Run, RunSetup
 from harness.scenarios.history import Event, History
 from harness.scenarios.model import Scenario, parse
-from harness.scenarios.observe import REFERENCE_VALUE_COLUMNS, ledger_entries, observed
+from harness.scenarios.observe import (
+    REFERENCE_VALUE_COLUMNS,
+    ledger_entries,
+    observed,
+    value_columns,
+)
 from harness.scenarios.steps import STEPS
 from harness.scenarios.world import Names
 from harness.stack.tables import quote
@@ -131,7 +136,8 @@ def mutate(found: Observed, mutation: str) -> Observed:
     Args:
         found: The real readings.
         mutation: ``drop_dead_letters`` (lose the first dead letter of each error kind),
-            ``duplicate_rows`` (count the first ten ids twice).
+            ``duplicate_rows`` (count the first ten ids twice), ``change_values`` (add one to an
+            integer of the first five rows read for ``values_match_ledger``).
 
     Returns:
         The mutated readings.
@@ -149,6 +155,14 @@ def mutate(found: Observed, mutation: str) -> Observed:
                 continue
             kept.append(letter)
         return dataclasses.replace(found, dead_letters=kept)
+    if mutation == "change_values":
+        rows = {eid: dict(v) for eid, v in found.reads.get("row_values", {}).items()}
+        for values in list(rows.values())[:5]:
+            for column, value in values.items():
+                if isinstance(value, int) and not isinstance(value, bool):
+                    values[column] = value + 1
+                    break
+        return dataclasses.replace(found, reads={**found.reads, "row_values": rows})
     if mutation == "duplicate_rows":
         counts = dict(found.table_counts)
         for eid in list(counts)[:10]:
@@ -259,16 +273,17 @@ class _ScenarioRun:
                     record_rows=False,
                 )
                 run.client.record_read(f"column:{col}", {str(i): v for i, v in rows})
-            elif check.check == "values":
-                cols = [
-                    c
-                    for c in check.params.get("columns") or REFERENCE_VALUE_COLUMNS
-                    if c in columns
-                ]
+            elif check.check in ("values", "values_match_ledger"):
+                read, named = (
+                    ("rows", check.params.get("columns") or REFERENCE_VALUE_COLUMNS)
+                    if check.check == "values"
+                    else ("row_values", check.params.get("columns") or value_columns(columns))
+                )
+                cols = [c for c in named if c in columns]
                 statement = f"SELECT event_id, {', '.join(quote(c) for c in cols)} FROM {{table}}"
-                rows = run.sql("rows", statement, attempts=30, record_rows=False)
+                rows = run.sql(read, statement, attempts=30, record_rows=False)
                 values = {str(r[0]): dict(zip(cols, r[1:], strict=True)) for r in rows}
-                run.client.record_read("rows", values)
+                run.client.record_read(read, values)
 
     def execute(self) -> RunResult:
         began = time.monotonic()

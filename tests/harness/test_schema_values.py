@@ -1,0 +1,157 @@
+"""Values compared column by column through a table's schema history: pure, no services.
+
+A row's expected values are its message's fields under the names the columns had when it was
+loaded; each rule (add, drop, widen, rename, a row on either side of a change) is shown to pass
+on the right values and to name a wrong one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.scenarios import invariants  # noqa: F401  (registers values_match_ledger)
+from harness.scenarios.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
+from harness.scenarios.history import History
+from harness.scenarios.schemahistory import (
+    SchemaChange,
+    names_over_time,
+    schema_changes,
+    states_of,
+)
+from publisher.ledger import LedgerEntry
+
+TABLE = "lake.s.t"
+
+
+def alter(clause: str, name: str = "alter", ok: bool = True) -> list[tuple[str, str, str, dict]]:
+    statement = f"ALTER TABLE {TABLE} {clause}"
+    return [
+        ("sql", "invoke", name, {"statement": statement, "attempt": 1}),
+        ("sql", "ok" if ok else "fail", name, {"statement": statement}),
+    ]
+
+
+def hist(*events: tuple[str, str, str, dict[str, Any]]) -> History:
+    # event i happens at time 10 * i
+    return History.of([(10.0 * i, k, p, n, d) for i, (k, p, n, d) in enumerate(events)])
+
+
+def test_schema_changes_are_read_from_the_statements() -> None:
+    history = hist(
+        *alter('ADD COLUMN "xi2" INTEGER', "add_column"),
+        *alter('RENAME COLUMN "xi0" TO "xi0_r0"', "rename_column"),
+        *alter('ALTER COLUMN "xi1" SET DATA TYPE BIGINT', "widen_column"),
+        *alter("DROP COLUMN string"),
+        ("sql", "ok", "select", {"statement": "SELECT 1"}),
+    )
+    assert schema_changes(history) == [
+        SchemaChange("add", "xi2", None, 0.0, 10.0),
+        SchemaChange("rename", "xi0", "xi0_r0", 20.0, 30.0),
+        SchemaChange("widen", "xi1", None, 40.0, 50.0),
+        SchemaChange("drop", "string", None, 60.0, 70.0),
+    ]
+
+
+def test_a_failed_try_counts_once_and_a_last_failure_is_uncertain() -> None:
+    statement = f"ALTER TABLE {TABLE} DROP COLUMN xi1"
+    history = hist(
+        ("sql", "invoke", "drop_column", {"statement": statement, "attempt": 1}),
+        ("sql", "fail", "drop_column", {"statement": statement}),
+        ("sql", "invoke", "drop_column", {"statement": statement, "attempt": 2}),
+        ("sql", "fail", "drop_column", {"statement": statement}),
+    )
+    assert schema_changes(history) == [SchemaChange("drop", "xi1", None, 0.0, None)]
+
+
+CHANGES = [
+    SchemaChange("add", "note", None, 100.0, 101.0),
+    SchemaChange("rename", "xi0", "xi0_r0", 200.0, 201.0),
+    SchemaChange("add", "xi0", None, 300.0, 301.0),  # the old name comes back: a new column
+]
+
+
+def test_names_over_time_follow_renames_back_to_the_first_name() -> None:
+    assert names_over_time(CHANGES, "xi0_r0") == ["xi0", "xi0", "xi0_r0", "xi0_r0"]
+    assert names_over_time(CHANGES, "xi0") == [None, None, None, "xi0"]
+    assert names_over_time(CHANGES, "note") == [None, "note", "note", "note"]
+    assert names_over_time(CHANGES, "integer") == ["integer"] * 4
+
+
+def test_states_of_a_row_from_its_publish_and_first_sighting() -> None:
+    assert states_of(CHANGES, 50.0, 60.0) == range(0, 1)  # loaded before every change
+    assert states_of(CHANGES, 150.0, 190.0) == range(1, 2)
+    assert states_of(CHANGES, 150.0, 250.0) == range(1, 3)  # either side of the rename
+    assert states_of(CHANGES, 400.0, None) == range(3, 4)
+    assert states_of(CHANGES, None, None) == range(0, 4)
+
+
+def entry(seq: int, published_s: float) -> LedgerEntry:
+    return LedgerEntry(
+        seq=seq,
+        topic="t",
+        partition=0,
+        offset=seq,
+        timestamp=int(published_s * 1000),
+        key=None,
+        event_id=f"id-{seq}",
+        status="valid",
+        kind=None,
+        error=None,
+    )
+
+
+SENT = {
+    "id-0": {"integer": 1, "xi0": 10, "note": 7, "xf0": 0.1},
+    "id-1": {"integer": 2, "xi0": 20, "note": 7, "xf0": 0.2},
+    "id-2": {"integer": 3, "xi0": 30, "note": 7, "xf0": 0.3},
+}
+LEDGER = [entry(0, 50.0), entry(1, 150.0), entry(2, 400.0)]
+SEEN = {"id-0": 60.0, "id-1": 250.0, "id-2": 410.0}
+
+
+def values(rows: dict[str, dict[str, Any]], changes: list[SchemaChange] = CHANGES) -> Any:
+    observed = Observed(
+        reads={"row_values": rows, "first_seen": SEEN},
+        facts={"sent_rows": SENT, "schema_changes": changes},
+    )
+    return run_check("values_match_ledger", History(), LEDGER, observed)
+
+
+GOOD = {
+    # before everything: no note yet, xi0 under its new name
+    "id-0": {"integer": 1, "xi0_r0": 10, "xi0": None, "note": None, "xf0": 0.1},
+    # either side of the rename: 20 or NULL
+    "id-1": {"integer": 2, "xi0_r0": None, "xi0": None, "note": 7, "xf0": 0.2},
+    # after all: the renamed column is NULL, the re-added xi0 is filled
+    "id-2": {"integer": 3, "xi0_r0": None, "xi0": 30, "note": 7, "xf0": 0.30000001192},
+}
+
+
+def test_values_match_through_add_rename_and_a_name_reused() -> None:
+    result = values(GOOD)
+    assert result.verdict == VALID, result.anomalies
+    assert result.stats["values"] == 15 and result.stats["either_side_of_a_change"] == 1
+
+
+def test_a_wrong_value_is_named_with_what_was_expected() -> None:
+    bad = {eid: dict(row) for eid, row in GOOD.items()}
+    bad["id-2"]["xi0_r0"] = 30  # the message's xi0 written into the renamed column
+    bad["id-0"]["note"] = 7  # filled before the column existed
+    bad["id-1"]["integer"] = 5
+    result = values(bad)
+    assert result.verdict == INVALID
+    examples = result.anomalies["wrong_value"].examples
+    assert result.anomalies["wrong_value"].count == 3
+    assert "id-2: xi0_r0=30, expected None" in examples
+
+
+def test_a_column_whose_change_failed_is_left_out() -> None:
+    uncertain = [*CHANGES, SchemaChange("drop", "note", None, 500.0, None)]
+    bad = {eid: {**row, "note": 99} for eid, row in GOOD.items()}
+    result = values(bad, uncertain)
+    assert result.verdict == VALID and result.stats["columns_left_out"] == 1
+
+
+def test_nothing_read_or_nothing_comparable_is_unknown() -> None:
+    assert values({}).verdict == UNKNOWN
+    assert values({"id-9": {"integer": 1}}).verdict == UNKNOWN
