@@ -44,6 +44,7 @@ from harness.cli import (
     verify,
     workshop,
 )
+from harness.conformance import cli as conformance_cli
 from harness.console import say
 from harness.containers import compose, images_cli
 from harness.scenarios import cli as scenario_cli
@@ -74,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_parser(sub)
     scenario_cli.add_parser(sub)
     scenario_cli.add_soak_parser(sub)
+    conformance_cli.add_parser(sub)
     images_cli.add_parser(sub)
     compose.add_parser(sub)
     for command in sub.choices.values():

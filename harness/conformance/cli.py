@@ -1,0 +1,176 @@
+"""``icefloe conformance``: run every applicable scenario against each loader, write the table.
+
+    icefloe conformance [--loader NAME ...] [--scenario NAME ...] [--profile ci]
+                        [--budget-minutes M] [--no-semantics] [--seed N] [--reports DIR]
+
+By default the loaders are icefloe's and the Kafka Connect sink, the scenarios every file of
+``scenarios/`` and the hostile inputs (``scenarios/semantics/hostile_inputs.toml``). A scenario
+needing what a loader lacks is not applicable, with the reason; past the time budget the runs
+left are "not run" (so the table stays honest about its coverage). The report goes to
+``<reports>/conformance-<time>.md`` with the command and the commit; each finding names its
+seed and the scenario file that reproduces it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.markup import escape
+
+from harness.console import say
+
+DEFAULT_LOADERS = ("icefloe", "kafka-connect")
+SEMANTICS = Path(__file__).resolve().parents[2] / "scenarios" / "semantics" / "hostile_inputs.toml"
+"""The hostile-inputs scenario, run against every loader."""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``conformance`` on the entry point's sub-parsers."""
+    parser = subparsers.add_parser(
+        "conformance", help="the scenarios against each loader: a scenario x loader table"
+    )
+    parser.add_argument(
+        "--loader",
+        action="append",
+        metavar="NAME",
+        help="a loader to test: icefloe, kafka-connect or command:FILE (repeat; default: "
+        + " and ".join(DEFAULT_LOADERS) + ")",
+    )  # fmt: skip
+    parser.add_argument(
+        "--scenario", action="append", metavar="NAME", help="only these scenarios (repeat)"
+    )
+    parser.add_argument("--profile", default="ci", choices=("ci", "full"))
+    parser.add_argument("--seed", type=int, help="every run's seed (replays their decisions)")
+    parser.add_argument(
+        "--budget-minutes",
+        type=float,
+        default=45.0,
+        help="start no run past this many minutes (the rest are reported as not run)",
+    )
+    parser.add_argument("--no-semantics", action="store_true", help="skip the hostile inputs")
+    parser.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder")
+    parser.add_argument("--quiet", action="store_true", help="no live progress")
+    parser.set_defaults(func=run)
+    return parser
+
+
+def _commit() -> str:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return out.stdout.strip()
+
+
+def read_fates(result: Any) -> list[Any]:
+    """What a loader did with each hostile input, from a run of the semantics scenario."""
+    from harness.conformance.semantics import fates
+    from harness.scenarios.history import select
+    from harness.scenarios.observe import ledger_entries, phases
+
+    history = result.history.events if result.history is not None else ()
+    counts: dict[str, int] = {}
+    for event in select(history, "read", "table", "ok")[-1:]:
+        counts = {str(k): int(n) for k, n in event.data.get("values", [])}
+    letters = [
+        letter.get("headers", {})
+        for event in select(history, "read", "dead_letters", "ok")
+        for letter in event.data.get("values", [])
+    ]
+    rows: list[Any] = []
+    for event in select(history, "sql", "hostile_rows", "ok")[-1:]:
+        rows = list(event.data.get("values") or [])
+    after = phases(result.run_dir).get("after", [])
+    return fates(ledger_entries(result.run_dir), counts, letters, rows, after)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the conformance table; 0 unless a run itself failed (an error, not a finding)."""
+    from harness.conformance import semantics, table
+    from harness.loaders.capabilities import needs, not_applicable
+    from harness.loaders.kinds import resolve
+    from harness.scenarios import model, report
+    from harness.scenarios.cli import _progress, _stack
+    from harness.scenarios.runner import RunOptions, run_scenario
+
+    kinds = [resolve(name) for name in (args.loader or DEFAULT_LOADERS)]
+    if args.scenario:
+        chosen = [model.find(n, profile=args.profile) for n in args.scenario]
+    else:
+        chosen = model.discover(profile=args.profile)
+    semantic = None if args.no_semantics else model.load(SEMANTICS, args.profile)
+    plan = [*chosen, *([semantic] if semantic is not None else [])]
+    stack = _stack(args)
+    began = time.monotonic()
+    budget_s = args.budget_minutes * 60
+    cells: list[table.Cell] = []
+    fates: dict[str, list[Any]] = {}
+    for scenario in plan:
+        for kind in kinds:
+            # The hostile inputs are a record of what each loader does: run against every one.
+            missing = (
+                [] if scenario is semantic else not_applicable(needs(scenario), kind.capabilities)
+            )
+            if missing:
+                cells.append(table.not_applicable(scenario, kind.name, missing))
+                why = escape("; ".join(missing))
+                say(f"[yellow]not applicable[/] {scenario.name} on {kind.name}: {why}")
+                continue
+            if time.monotonic() - began > budget_s:
+                cells.append(table.Cell(
+                    scenario.name, kind.name, table.NOT_RUN, file=str(scenario.path),
+                    reason=f"past the {args.budget_minutes:g}-minute budget",
+                ))  # fmt: skip
+                continue
+            say(f"[bold]{scenario.name}[/] on [bold]{kind.name}[/]")
+            start: list[float] = []
+            options = RunOptions(
+                seed=args.seed, reports_dir=args.reports, loader=kind,
+                listener=None if args.quiet else _progress(start),
+            )  # fmt: skip
+            result = run_scenario(scenario, stack, options)
+            replay = f"{report.replay_command(result)} --loader {kind.name}"
+            cell = table.from_result(result, kind.name, replay)
+            cells.append(cell)
+            say(f"  {escape(cell.text())} in {result.elapsed_s:.0f} s; {result.run_dir}")
+            if scenario is semantic:
+                fates[kind.name] = read_fates(result)
+            if not stack.healthy():  # an outage run that failed must not sink the next
+                stack.up()
+    elapsed = time.monotonic() - began
+    names = [k.name for k in kinds]
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    command = (
+        "icefloe conformance " + " ".join(sys.argv[2:])
+        if sys.argv[1:2] == ["conformance"]
+        else "icefloe conformance"
+    )
+    text = [
+        f"# Conformance, {stamp}",
+        "",
+        f"`{command}` at commit {_commit()}, profile {args.profile}, {elapsed / 60:.1f} minutes.",
+        "",
+        table.markdown(cells, names),
+    ]
+    if fates:
+        text += ["## Hostile inputs", "", semantics.markdown(fates)]
+    text += ["## The loaders", ""]
+    text += [f"- {k.name}: {json.dumps(k.describe())}" for k in kinds]
+    args.reports.mkdir(parents=True, exist_ok=True)
+    path = args.reports / f"conformance-{stamp}.md"
+    path.write_text("\n".join(text) + "\n")
+    (args.reports / f"conformance-{stamp}.json").write_text(json.dumps(
+        {"cells": [vars(c) | {"anomalies": dict(c.anomalies)} for c in cells],
+         "semantics": {n: [vars(f) for f in fs] for n, fs in fates.items()},
+         "minutes": round(elapsed / 60, 1)}, indent=1, default=str))  # fmt: skip
+    say(f"conformance: {path} ({elapsed / 60:.1f} min)")
+    return 1 if any(c.outcome == table.ERROR for c in cells) else 0

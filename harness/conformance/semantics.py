@@ -1,0 +1,159 @@
+"""What a loader did with each hostile input: loaded, coerced (to what), dead-lettered, stopped.
+
+Read from one run of the hostile-inputs scenario (``scenarios/semantics/hostile_inputs.toml``):
+its ledger (each malformed message's kind, partition and offset), the table's rows at the end
+(by event id), the dead letters read back (their source partition and offset, under icefloe's
+header names whatever the loader) and the rows the run recorded (``hostile_rows``). Each kind's
+messages are then in the table (*loaded*: as sent, or *coerced* to what the row holds), in the
+dead-letter topic, or neither; when the valid rows published after the hostile ones never
+arrived, the loader *stopped*, at the first kind that went nowhere (the later ones were *not
+reached*). Pure functions: no service is asked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from loader import keys
+
+__all__ = ["SENT", "Fate", "fates", "markdown"]
+
+COLUMNS = (
+    "event_id", "bool", "integer", "floating", "string", "timestamp", "bools", "integers",
+    "floatings", "strings", "string_map", "nested",
+)  # fmt: skip
+"""The columns of the scenario's ``hostile_rows`` read, in its order."""
+
+SENT = {
+    "bool_as_string": ("bool", '"yes"'),
+    "float_for_bigint": ("integer", "1.5"),
+    "object_for_string": ("string", '{"unexpected": "object"}'),
+    "bad_timestamp": ("timestamp", '"yesterday at noon"'),
+    "bigint_out_of_range": ("integer", "2**63"),
+    "nan_literal": ("floating", "NaN"),
+}
+"""For a kind whose wrong value is known: the column it targets and the value sent
+(``publisher.malformations``), so a loaded row shows what it was coerced to."""
+
+LOADED = "loaded"
+DEAD_LETTER = "dead letter"
+STOPPED = "stopped"
+NOT_REACHED = "not reached"
+DROPPED = "dropped"
+
+
+@dataclass(frozen=True)
+class Fate:
+    """What became of one kind's messages.
+
+    Attributes:
+        kind: The malformation's name.
+        sent: Messages of this kind delivered to the topic.
+        loaded: Of them, in the table.
+        dead_lettered: Of them, in the dead-letter topic.
+        outcome: ``dead letter``, ``loaded``, ``stopped`` (the loader stopped here),
+            ``not reached`` (it had stopped before), ``dropped`` (neither, yet it went on),
+            or several joined by ``+``.
+        stored: For loaded rows: the targeted column's value (or the whole row), per row.
+    """
+
+    kind: str
+    sent: int
+    loaded: int
+    dead_lettered: int
+    outcome: str
+    stored: tuple[str, ...] = field(default_factory=tuple)
+
+    def text(self) -> str:
+        """The table's cell: the outcome, and what a loaded value became."""
+        if self.outcome == LOADED and self.kind in SENT and self.stored:
+            column, sent = SENT[self.kind]
+            return f"coerced: {column} {sent} -> {self.stored[0]}"
+        if LOADED in self.outcome and self.stored:
+            return f"{self.outcome} ({self.stored[0][:60]})"
+        return self.outcome
+
+
+def _stored(kind: str, row: Sequence[Any]) -> str:
+    values = dict(zip(COLUMNS, row, strict=False))
+    if kind in SENT:
+        return repr(values.get(SENT[kind][0]))
+    return ", ".join(f"{k}={v!r}" for k, v in values.items() if k != "event_id")
+
+
+def fates(
+    ledger: Iterable[Any],
+    table_counts: Mapping[str, int],
+    letters: Iterable[Mapping[str, str]],
+    rows: Iterable[Sequence[Any]],
+    after_ids: Iterable[str],
+) -> list[Fate]:
+    """Each malformation kind's fate, in the order the kinds were published.
+
+    Args:
+        ledger: The run's ledger entries (``publisher.ledger.LedgerEntry``).
+        table_counts: Event id -> rows in the table at the end.
+        letters: Each dead letter's headers (icefloe's names).
+        rows: The ``hostile_rows`` read (``COLUMNS``).
+        after_ids: Event ids of the valid rows published after every hostile one.
+
+    Returns:
+        One fate per kind.
+    """
+    entries = sorted((e for e in ledger if e.delivered), key=lambda e: e.seq)
+    lettered = {
+        (letter.get(keys.DLQ_SOURCE_PARTITION), letter.get(keys.DLQ_SOURCE_OFFSET))
+        for letter in letters
+    }
+    by_id = {str(row[0]): row for row in rows if row}
+    after = list(after_ids)
+    stopped = bool(after) and not any(table_counts.get(i) for i in after)
+    kinds: dict[str, list[Any]] = {}
+    for entry in entries:
+        if entry.status == "malformed" and entry.kind:
+            kinds.setdefault(entry.kind, []).append(entry)
+    out: list[Fate] = []
+    blamed = False
+    for kind, sent in kinds.items():
+        loaded = [e for e in sent if table_counts.get(e.event_id)]
+        dead = [e for e in sent if (str(e.partition), str(e.offset)) in lettered]
+        parts = []
+        if dead:
+            parts.append(DEAD_LETTER)
+        if loaded:
+            parts.append(LOADED)
+        if len(loaded) + len(dead) < len(sent):
+            if not stopped:
+                parts.append(DROPPED)
+            elif not blamed:
+                parts.append(STOPPED)
+                blamed = True
+            else:
+                parts.append(NOT_REACHED)
+        stored = tuple(_stored(kind, by_id[e.event_id]) for e in loaded if e.event_id in by_id)
+        out.append(Fate(kind, len(sent), len(loaded), len(dead), " + ".join(parts), stored))
+    return out
+
+
+def markdown(by_loader: Mapping[str, Sequence[Fate]]) -> str:
+    """The kind x loader table of fates.
+
+    Args:
+        by_loader: Each loader's fates (``fates``).
+
+    Returns:
+        Markdown text.
+    """
+    loaders = list(by_loader)
+    kinds = list(dict.fromkeys(f.kind for fs in by_loader.values() for f in fs))
+    cells = {(name, f.kind): f for name, fs in by_loader.items() for f in fs}
+    lines = ["| input | " + " | ".join(loaders) + " |", "|---|" + "---|" * len(loaders)]
+    for kind in kinds:
+        row = []
+        for name in loaders:
+            fate = cells.get((name, kind))
+            row.append(f"{fate.text()} ({fate.sent})".replace("|", "/") if fate else "-")
+        lines.append(f"| {kind} | " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,171 @@
+"""The conformance table: one cell per scenario and loader, from the runs' results.
+
+Pure functions over what the runs found (``harness.scenarios.runner.RunResult``): a cell is
+``pass``, the anomalies found with their counts (each with the seed and the file that
+reproduce it), ``not applicable`` with the reason, ``not run`` (the time budget ran out) or
+``error`` (the run itself failed). Anomalies keep their checks' names; :func:`category` sorts
+them into the five the table sums up: lost, duplicated, misrouted, stalled, coerced.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["CATEGORIES", "Cell", "category", "from_result", "markdown", "not_applicable"]
+
+CATEGORIES = ("lost", "duplicated", "misrouted", "stalled", "coerced")
+"""The anomaly classes the table sums up (an anomaly of no class is shown by its name)."""
+
+_PREFIXES = {
+    "lost": ("lost", "missing"),
+    "duplicated": ("duplicate", "added_twice", "listed_twice"),
+    "misrouted": ("misrouted", "unexpected"),
+    "stalled": ("stalled", "stale", "unhealed", "unexplained_exit"),
+    "coerced": ("coerced", "wrong_value"),
+}
+
+PASS = "pass"
+ANOMALIES = "anomalies"
+NOT_APPLICABLE = "not applicable"
+NOT_RUN = "not run"
+ERROR = "error"
+UNKNOWN = "unknown"
+
+
+def category(anomaly: str) -> str | None:
+    """The class (``CATEGORIES``) of a checker's anomaly name, or None."""
+    for name, prefixes in _PREFIXES.items():
+        if anomaly.startswith(prefixes):
+            return name
+    return None
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One scenario run against one loader.
+
+    Attributes:
+        scenario: The scenario's name.
+        loader: The loader's name (``--loader``).
+        outcome: ``pass``, ``anomalies``, ``unknown``, ``not applicable``, ``not run``, ``error``.
+        anomalies: ``check: anomaly`` -> count.
+        seed: The run's seed.
+        file: The scenario file that reproduces it.
+        reason: Why not applicable, not run, unknown, or the error.
+        seconds: How long the run took.
+        replay: The command that runs it again.
+    """
+
+    scenario: str
+    loader: str
+    outcome: str
+    anomalies: Mapping[str, int] = field(default_factory=dict)
+    seed: int | None = None
+    file: str = ""
+    reason: str = ""
+    seconds: float = 0.0
+    replay: str = ""
+
+    def categories(self) -> dict[str, int]:
+        """Anomaly counts by class (``CATEGORIES``; others under their own names)."""
+        out: dict[str, int] = {}
+        for name, count in self.anomalies.items():
+            anomaly = name.split(": ", 1)[-1]
+            key = category(anomaly) or anomaly
+            out[key] = out.get(key, 0) + count
+        return out
+
+    def text(self) -> str:
+        """The cell as the table shows it."""
+        if self.outcome == PASS:
+            return "pass"
+        if self.outcome == ANOMALIES:
+            found = ", ".join(f"{k} {n}" for k, n in sorted(self.categories().items()))
+            return f"**{found}** (seed {self.seed})"
+        if self.outcome in (NOT_APPLICABLE, NOT_RUN):
+            return f"{self.outcome}: {self.reason}"
+        return f"{self.outcome}: {self.reason[:120]}"
+
+
+def from_result(result: Any, loader: str, replay: str) -> Cell:
+    """The cell of a finished run.
+
+    Args:
+        result: A ``harness.scenarios.runner.RunResult``.
+        loader: The loader's name.
+        replay: The command that replays it.
+
+    Returns:
+        ``pass`` when every check is valid; ``anomalies`` with each invalid check's anomalies
+        and counts; ``unknown`` when no check failed but one compared nothing; ``error`` when
+        the run itself failed.
+    """
+    path = result.scenario.path
+    common = {
+        "scenario": result.scenario.name,
+        "loader": loader,
+        "seed": result.seed,
+        "file": str(path) if path is not None else result.scenario.name,
+        "seconds": round(result.elapsed_s, 1),
+        "replay": replay,
+    }
+    anomalies = {
+        f"{check.check}: {name}": anomaly.count
+        for check in result.checks
+        if check.verdict == "invalid"
+        for name, anomaly in check.anomalies.items()
+    }
+    if anomalies:
+        return Cell(outcome=ANOMALIES, anomalies=anomalies, **common)  # type: ignore[arg-type]
+    if result.error is not None:
+        return Cell(outcome=ERROR, reason=str(result.error), **common)  # type: ignore[arg-type]
+    if result.verdict == "valid":
+        return Cell(outcome=PASS, **common)  # type: ignore[arg-type]
+    unknown = [c.check for c in result.checks if c.verdict != "valid"]
+    return Cell(outcome=UNKNOWN, reason=f"compared nothing: {', '.join(unknown)}", **common)  # type: ignore[arg-type]
+
+
+def not_applicable(scenario: Any, loader: str, reasons: Sequence[str]) -> Cell:
+    """The cell of a scenario that needs what the loader lacks."""
+    path = scenario.path
+    return Cell(
+        scenario.name,
+        loader,
+        NOT_APPLICABLE,
+        file=str(path) if path is not None else scenario.name,
+        reason="; ".join(reasons),
+    )
+
+
+def markdown(cells: Iterable[Cell], loaders: Sequence[str]) -> str:
+    """The scenario x loader table, then every anomaly with its count and how to reproduce it.
+
+    Args:
+        cells: The cells (any order).
+        loaders: The loaders, in column order.
+
+    Returns:
+        Markdown text.
+    """
+    cells = list(cells)
+    by = {(c.scenario, c.loader): c for c in cells}
+    scenarios = list(dict.fromkeys(c.scenario for c in cells))
+    lines = [
+        "| scenario | " + " | ".join(loaders) + " |",
+        "|---|" + "---|" * len(loaders),
+    ]
+    for scenario in scenarios:
+        row = [
+            by[(scenario, loader)].text() if (scenario, loader) in by else "-" for loader in loaders
+        ]
+        lines.append(f"| {scenario} | " + " | ".join(r.replace("|", "/") for r in row) + " |")
+    found = [c for c in cells if c.outcome in (ANOMALIES, ERROR, UNKNOWN)]
+    if found:
+        lines += ["", "Each finding, with what reproduces it:", ""]
+        for c in found:
+            detail = ", ".join(f"{k} x{n}" for k, n in c.anomalies.items()) or c.reason[:200]
+            lines.append(f"- {c.scenario} on {c.loader} ({c.outcome}): {detail}; file `{c.file}`, "
+                         f"seed {c.seed}: `{c.replay}`")  # fmt: skip
+    return "\n".join(lines) + "\n"

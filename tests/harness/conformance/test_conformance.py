@@ -1,0 +1,96 @@
+"""The conformance table and the hostile-inputs reading, over hand-made results (no stack)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from harness.conformance import semantics, table
+from harness.scenarios.checkers import Anomaly, CheckResult
+from loader import keys
+from publisher.ledger import LedgerEntry
+
+
+def _result(*checks: CheckResult, error: str | None = None) -> Any:
+    verdict = "valid" if all(c.verdict == "valid" for c in checks) else "invalid"
+    if any(c.verdict == "unknown" for c in checks) and verdict == "valid":
+        verdict = "unknown"
+    scenario = SimpleNamespace(name="01_x", path=Path("scenarios/01_x.toml"))
+    return SimpleNamespace(
+        scenario=scenario, checks=list(checks), verdict=verdict, error=error, seed=7,
+        elapsed_s=12.3,
+    )  # fmt: skip
+
+
+def _anomaly(name: str, count: int) -> Anomaly:
+    found = Anomaly(name)
+    for i in range(count):
+        found.add(f"e{i}")
+    return found
+
+
+def test_a_cell_is_pass_anomalies_with_counts_unknown_or_error() -> None:
+    ok = CheckResult("exactly_once", "valid", "fine")
+    assert table.from_result(_result(ok), "icefloe", "r").outcome == table.PASS
+    bad = CheckResult(
+        "exactly_once", "invalid", "2 lost",
+        anomalies={"lost": _anomaly("lost", 2), "duplicated": _anomaly("duplicated", 3)},
+    )  # fmt: skip
+    cell = table.from_result(_result(ok, bad), "kafka-connect", "icefloe scenario run x")
+    assert cell.outcome == table.ANOMALIES and cell.seed == 7
+    assert cell.categories() == {"lost": 2, "duplicated": 3}
+    assert "lost 2" in cell.text() and cell.file == "scenarios/01_x.toml"
+    unknown = CheckResult("liveness", "unknown", "compared nothing")
+    assert table.from_result(_result(ok, unknown), "icefloe", "r").outcome == table.UNKNOWN
+    failed = table.from_result(_result(ok, error="boom"), "icefloe", "r")
+    assert failed.outcome == table.ERROR and "boom" in failed.text()
+
+
+def test_the_table_names_each_finding_with_its_seed_file_and_replay() -> None:
+    bad = CheckResult("exactly_once", "invalid", "", anomalies={"lost": _anomaly("lost", 4)})
+    cells = [
+        table.from_result(_result(CheckResult("e", "valid", "")), "icefloe", "r1"),
+        table.from_result(_result(bad), "kafka-connect", "icefloe scenario run 01_x --seed 7"),
+        table.not_applicable(SimpleNamespace(name="15_z", path=None), "kafka-connect", ["no x"]),
+    ]
+    text = table.markdown(cells, ["icefloe", "kafka-connect"])
+    assert "| 01_x | pass | **lost 4** (seed 7) |" in text
+    assert "| 15_z | - | not applicable: no x |" in text
+    assert "exactly_once: lost x4" in text and "--seed 7" in text
+    assert table.category("duplicated_dead_letter") == "duplicated"
+    assert table.category("wrong_value") == "coerced" and table.category("taken_back") is None
+
+
+def _entry(seq: int, status: str = "valid", kind: str | None = None) -> LedgerEntry:
+    return LedgerEntry(seq, "t", 0, seq, None, None, f"id{seq}", status, kind)
+
+
+def _letter(offset: int) -> dict[str, str]:
+    return {keys.DLQ_SOURCE_PARTITION: "0", keys.DLQ_SOURCE_OFFSET: str(offset)}
+
+
+def test_each_kind_is_dead_lettered_coerced_dropped_or_where_the_loader_stopped() -> None:
+    ledger = [
+        _entry(0),
+        _entry(1, "malformed", "invalid_json"),
+        _entry(2, "malformed", "bool_as_string"),
+        _entry(3, "malformed", "duplicate_key"),
+        _entry(4, "malformed", "bad_timestamp"),
+        _entry(5, "malformed", "oversized"),
+        _entry(6),
+    ]
+    row = ["id2", False, 1, 0.5, "s", "2024", "[]", "[]", "[]", "[]", "{}", "{}"]
+    counts = {"id0": 1, "id2": 1, "id3": 1}
+    found = semantics.fates(ledger, counts, [_letter(1)], [row], ["id6"])
+    by = {f.kind: f for f in found}
+    assert by["invalid_json"].outcome == semantics.DEAD_LETTER
+    assert by["bool_as_string"].text() == 'coerced: bool "yes" -> False'
+    assert by["duplicate_key"].outcome == semantics.LOADED
+    assert by["bad_timestamp"].outcome == semantics.STOPPED  # the valid row after never came
+    assert by["oversized"].outcome == semantics.NOT_REACHED
+    counts["id6"] = 1  # it went on: what went nowhere was dropped
+    again = {f.kind: f for f in semantics.fates(ledger, counts, [_letter(1)], [row], ["id6"])}
+    assert again["bad_timestamp"].outcome == again["oversized"].outcome == semantics.DROPPED
+    text = semantics.markdown({"icefloe": found})
+    assert "| invalid_json | dead letter (1) |" in text
