@@ -263,7 +263,9 @@ class LoaderProcess:
         start_timeout_s: float = 180.0,
         hooks: TestHooks | None = None,
     ) -> None:
-        self.settings = settings
+        # A LoaderSettings (the bench, the demo, `icefloe loader start` read its fields) or
+        # the loader's own LoaderConfig (a run's loader kind): typed loosely for the former.
+        self.settings: Any = settings
         self.test_hooks = hooks if hooks is not None else _hooks_of(settings)
         self.stack = stack
         self.state_dir = state_dir
