@@ -19,6 +19,12 @@ Anomaly names are the vocabulary of the reports:
 - ``not_halted``: the loader went on past a message it should have stopped at
 - ``loader_error``: the loader exited when nothing should have stopped it
 - ``duplicated_dead_letter``: a source message is in the dead-letter topic more than once
+- ``two_writers``: a loader process committed after another had taken the table over from it
+- ``taken_back``: a loader process that had lost the table took it over again
+- ``unexplained_exit``: a loader exit no fault or harness action explains
+
+The comparisons of the table, and of the dead letters, with the ledger are
+:mod:`harness.scenarios.compare`'s: every check of those properties goes through it.
 
 A check that compared nothing (an empty read, no rows of a phase, no loader start) says
 ``unknown`` with the reason, never ``valid``.
