@@ -57,6 +57,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--no-semantics", action="store_true", help="skip the hostile inputs")
     parser.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder")
     parser.add_argument("--quiet", action="store_true", help="no live progress")
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="JSON",
+        help="run nothing: one table from earlier runs' conformance-*.json (a run split into "
+        "parts, each a short stack job); a later cell replaces an earlier one",
+    )
     parser.set_defaults(func=run)
     return parser
 
@@ -93,8 +101,54 @@ def read_fates(result: Any) -> list[Any]:
     return fates(ledger_entries(result.run_dir), counts, letters, rows, after)
 
 
+def merge(paths: list[Path], reports: Path) -> Path:
+    """One report from the JSON of several conformance runs (their cells and hostile inputs).
+
+    Args:
+        paths: ``conformance-*.json`` files, oldest first (a later cell replaces an earlier).
+        reports: Where the merged report goes.
+
+    Returns:
+        The merged Markdown report.
+    """
+    from harness.conformance import semantics, table
+
+    cells: dict[tuple[str, str], table.Cell] = {}
+    fates: dict[str, list[Any]] = {}
+    minutes = 0.0
+    sources = []
+    for path in paths:
+        doc = json.loads(path.read_text())
+        for raw in doc["cells"]:
+            cell = table.Cell(**raw)
+            cells[(cell.scenario, cell.loader)] = cell
+        for name, found in doc.get("semantics", {}).items():
+            fates[name] = [semantics.Fate(**{**f, "stored": tuple(f["stored"])}) for f in found]
+        minutes += float(doc.get("minutes", 0.0))
+        sources.append(f"`{doc.get('command', '?')}` at {doc.get('commit', '?')}")
+    loaders = list(dict.fromkeys(loader for _, loader in cells))
+    order = sorted(cells.values(), key=lambda c: (c.scenario, loaders.index(c.loader)))
+    text = [
+        "# Conformance (merged)",
+        "",
+        f"From {len(paths)} runs, {minutes:.1f} minutes of runs in all: " + "; ".join(sources),
+        "",
+        table.markdown(order, loaders),
+    ]
+    if fates:
+        text += ["## Hostile inputs", "", semantics.markdown(fates)]
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    reports.mkdir(parents=True, exist_ok=True)
+    out = reports / f"conformance-merged-{stamp}.md"
+    out.write_text("\n".join(text) + "\n")
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the conformance table; 0 unless a run itself failed (an error, not a finding)."""
+    if args.merge:
+        say(f"conformance: {merge(args.merge, args.reports)}")
+        return 0
     from harness.conformance import semantics, table
     from harness.loaders.capabilities import needs, not_applicable
     from harness.loaders.kinds import resolve
@@ -171,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
     (args.reports / f"conformance-{stamp}.json").write_text(json.dumps(
         {"cells": [vars(c) | {"anomalies": dict(c.anomalies)} for c in cells],
          "semantics": {n: [vars(f) for f in fs] for n, fs in fates.items()},
-         "minutes": round(elapsed / 60, 1)}, indent=1, default=str))  # fmt: skip
+         "minutes": round(elapsed / 60, 1), "command": command, "commit": _commit()},
+        indent=1, default=str))  # fmt: skip
     say(f"conformance: {path} ({elapsed / 60:.1f} min)")
     return 1 if any(c.outcome == table.ERROR for c in cells) else 0

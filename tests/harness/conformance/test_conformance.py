@@ -94,3 +94,26 @@ def test_each_kind_is_dead_lettered_coerced_dropped_or_where_the_loader_stopped(
     assert again["bad_timestamp"].outcome == again["oversized"].outcome == semantics.DROPPED
     text = semantics.markdown({"icefloe": found})
     assert "| invalid_json | dead letter (1) |" in text
+
+
+def test_parts_of_a_run_merge_into_one_table(tmp_path: Path) -> None:
+    """A conformance run split into short stack jobs: their JSON files make one table."""
+    import json
+
+    from harness.conformance.cli import merge
+
+    bad = CheckResult("exactly_once", "invalid", "", anomalies={"lost": _anomaly("lost", 1)})
+    first = [table.from_result(_result(CheckResult("e", "valid", "")), "icefloe", "r")]
+    second = [table.from_result(_result(bad), "kafka-connect", "r2")]
+    fate = semantics.Fate("invalid_json", 2, 0, 2, semantics.DEAD_LETTER)
+    for name, cells in (("a", first), ("b", second)):
+        doc = {
+            "cells": [vars(c) | {"anomalies": dict(c.anomalies)} for c in cells],
+            "semantics": {"icefloe": [vars(fate)]} if name == "a" else {},
+            "minutes": 2.0, "command": f"icefloe conformance {name}", "commit": "abc",
+        }  # fmt: skip
+        (tmp_path / f"{name}.json").write_text(json.dumps(doc, default=str))
+    out = merge([tmp_path / "a.json", tmp_path / "b.json"], tmp_path)
+    text = out.read_text()
+    assert "| 01_x | pass | **lost 1** (seed 7) |" in text and "4.0 minutes" in text
+    assert "| invalid_json | dead letter (2) |" in text
