@@ -161,8 +161,13 @@ def run(args: argparse.Namespace) -> int:
         chosen = [model.find(n, profile=args.profile) for n in args.scenario]
     else:
         chosen = model.discover(profile=args.profile)
-    semantic = None if args.no_semantics else model.load(SEMANTICS, args.profile)
-    plan = [*chosen, *([semantic] if semantic is not None else [])]
+    # The hostile inputs are run last, unless skipped or named among the scenarios.
+    named = [s for s in chosen if s.path is not None and s.path.resolve() == SEMANTICS]
+    semantic = named[0] if named else None
+    if semantic is None and not args.no_semantics:
+        semantic = model.load(SEMANTICS, args.profile)
+        chosen.append(semantic)
+    plan = chosen
     stack = _stack(args)
     began = time.monotonic()
     budget_s = args.budget_minutes * 60
