@@ -378,7 +378,7 @@ class KafkaConnectSink:
         self.settings = settings
         self.stack = stack
         self.state_dir = state_dir
-        self.history = history or History(None)
+        self.history = history if history is not None else History(None)
         self.start_timeout_s = start_timeout_s
         self.process = ManagedProcess("kafka-connect", state_dir)
         self.worker_file = state_dir / "worker.properties"

@@ -81,6 +81,10 @@ def test_every_kind_is_a_loader(tmp_path: Path) -> None:
             loader = kind.make(target, stack, History())
         assert isinstance(loader, Loader), name
         assert kind.settle_s(target) > 0 and kind.describe()
+    # The run's history, even while it is still empty (an empty history is falsy).
+    history = History()
+    sink = KafkaConnectKind().make(_target(tmp_path), stack, history)
+    assert sink.sink.history is history
     with pytest.raises(ValueError, match="unknown loader"):
         resolve("flink")
 
