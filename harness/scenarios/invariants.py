@@ -292,9 +292,10 @@ def main_commits(history: Iterable[Event]) -> list[Mapping[str, Any]]:
     ``read``/``commits`` events (each snapshot is recorded once, when first read).
 
     A staged snapshot (write-audit-publish: ``staged`` names its id) reached main only if it
-    was published: then a later snapshot has it as parent, or it is the newest snapshot read
-    (the last batch published). One never published (a fenced zombie's batch) has no child:
-    nothing is planned or written on top of a snapshot main never pointed at.
+    was published: then a later snapshot has it as parent, or it is the last one published,
+    staged on top of the newest snapshot that reached main. One never published (a fenced
+    zombie's batch) has no child (nothing is planned or written on top of a snapshot main
+    never pointed at) and was staged on a snapshot that main had moved past.
 
     Args:
         history: The run's events.
@@ -306,14 +307,15 @@ def main_commits(history: Iterable[Event]) -> list[Mapping[str, Any]]:
     for e in select(history, "read", "commits", "ok"):
         for c in e.data.get("values") or ():
             snaps.setdefault(int(c["snapshot"]), c)
-    if not snaps:
-        return []
     parents = {c.get("parent") for c in snaps.values()}
-    newest = max(snaps.values(), key=lambda c: float(c["time"]))["snapshot"]
-    return sorted(
-        (c for s, c in snaps.items() if not c.get("staged") or s in parents or s == newest),
-        key=lambda c: float(c["time"]),
-    )
+    main = {s: c for s, c in snaps.items() if not c.get("staged") or s in parents}
+    leaves = [c for s, c in snaps.items() if s not in main]
+    if leaves:
+        last = max(leaves, key=lambda c: float(c["time"]))
+        head = max(main.values(), key=lambda c: float(c["time"]), default=None)
+        if head is None or last.get("parent") == head["snapshot"]:
+            main[int(last["snapshot"])] = last
+    return sorted(main.values(), key=lambda c: float(c["time"]))
 
 
 @checker("one_owner")

@@ -267,6 +267,17 @@ def test_one_owner_valid_through_a_take_over() -> None:
     assert result.stats["take_overs"] == 2 and result.stats["processes"] == 2
 
 
+def test_a_zombie_batch_staged_last_never_reached_main() -> None:
+    # p1 staged 4 on 2 after p2 took over (3) and nothing came after: it is not main's head.
+    history = hist(
+        commits(commit(1, "p1", claim=True), commit(2, "p1", staged=True)),
+        commits(commit(3, "p2", claim=True, loader="b"), commit(4, "p1", parent=2, staged=True)),
+    )
+    result = check("one_owner", history)
+    assert result.verdict == VALID, result.anomalies
+    assert result.stats["commits"] == 3
+
+
 def test_one_owner_flags_a_zombie_writing_after_the_take_over() -> None:
     history = hist(
         commits(commit(1, "p1", claim=True), commit(2, "p1")),
