@@ -80,10 +80,12 @@ test-containers: images ## the backend-dependent tests and scenarios 01 02 04 05
 	$(BIN)/pytest --backend containers -m "(integration or scenario) and not slow" \
 		-k "((not test_scenario and not test_generated and not test_maintenance and not test_bench) or $(CONTAINER_SCENARIOS)) and not ($(LOCAL_ONLY))" $(CONTAINER_TESTS) $(DURATIONS) $(PYTEST_ARGS)
 
-lint: venv ## ruff and mypy
+lint: venv ## ruff, mypy, dead code (vulture) and repeated blocks (pylint duplicate-code)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/vulture
+	$(BIN)/pylint --score=no loader publisher harness
 
 format: venv ## format the code
 	$(BIN)/ruff format .

@@ -46,6 +46,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 __all__ = [
     "KILL_AFTER_COMMITS_ENV",
@@ -58,6 +59,7 @@ __all__ = [
     "POINTS",
     "TRACE_ENV",
     "FaultPoints",
+    "Point",
     "read_trace",
 ]
 
@@ -71,7 +73,7 @@ PAUSE_AFTER_COMMITS_ENV = "ICEFLOE_TEST_PAUSE_AFTER_COMMITS"
 PAUSE_DELAY_MS_ENV = "ICEFLOE_TEST_PAUSE_DELAY_MS"
 TRACE_ENV = "ICEFLOE_TEST_TRACE"
 
-POINTS = (
+Point = Literal[
     "take_over",
     "planned",
     "decoded",
@@ -80,7 +82,10 @@ POINTS = (
     "publish",
     "commit_sent",
     "committed",
-)
+]
+"""A fault point."""
+
+POINTS: tuple[Point, ...] = get_args(Point)
 """Every point, in the order a start and its first batch pass them."""
 
 PAUSE_POINTS = ("planned", "write", "publish")

@@ -187,12 +187,12 @@ def parse(
         ScenarioError: For an unknown profile, step, check, variable, a missing field, or a
             parameter of the wrong name, type or value.
     """
-    from harness.scenarios import (  # register checkers
-        catalogfaults,  # noqa: F401
-        exits,  # noqa: F401
-        invariants,  # noqa: F401
-        liveness,  # noqa: F401
-        storage,  # noqa: F401
+    from harness.scenarios import (  # noqa: F401  (they register their checkers)
+        catalogfaults,
+        exits,
+        invariants,
+        liveness,
+        storage,
     )
     from harness.scenarios.checkers import CHECKERS
 

@@ -242,10 +242,6 @@ class Traffic:
             if phase.thread is not None and (name is None or phase.name == name):
                 phase.thread.join(timeout_s)
 
-    def publishing(self) -> bool:
-        """Whether any phase is still running."""
-        return any(not p.done for p in self.phases.values())
-
     def entries(self, *, finished_only: bool = False) -> list[LedgerEntry]:
         """Every ledger entry of the run's phases (of finished ones only, when asked)."""
         out: list[LedgerEntry] = []

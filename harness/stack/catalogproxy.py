@@ -94,13 +94,11 @@ _NO_BODY_STATUSES = (204, 304)
 
 
 @dataclass(frozen=True)
-class Rule:
-    """A fault rule: which requests it fires on, how often, and what it does to them.
+class Firing:
+    """What a fault rule does to a request it fires on, and how often it fires.
 
     Attributes:
         mode: What happens to a request it fires on (see the module docstring).
-        method: Regular expression the request method must match in full.
-        path: Regular expression the request path (no query string) must match in full.
         times: Fire for this many matching requests, then no more (``None``: every match).
         probability: Chance that a matching request is fired on (seeded by the proxy).
         status: The status answered (``status_after_forward``: 500/502/504, ``refuse``: 503).
@@ -110,12 +108,9 @@ class Rule:
         answer_delay_ms: ``delay``: wait this long after the answer came, before passing it on.
         hold_s: ``black_hole``: close after this long (``None``: hold until healed).
         late_s: ``deliver_late``: forward the request this long after answering 504.
-        name: The rule's name, unique in a proxy (empty: the proxy names it).
     """
 
     mode: Mode
-    method: str = "POST"
-    path: str = COMMIT_PATH
     times: int | None = 1
     probability: float = 1.0
     status: int | None = None
@@ -125,6 +120,20 @@ class Rule:
     answer_delay_ms: int = 0
     hold_s: float | None = None
     late_s: float = 5.0
+
+
+@dataclass(frozen=True)
+class Rule(Firing):
+    """A fault rule: which requests it fires on, and its :class:`Firing`.
+
+    Attributes:
+        method: Regular expression the request method must match in full.
+        path: Regular expression the request path (no query string) must match in full.
+        name: The rule's name, unique in a proxy (empty: the proxy names it).
+    """
+
+    method: str = "POST"
+    path: str = COMMIT_PATH
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -437,7 +446,6 @@ class CatalogProxy:
         self._server: asyncio.AbstractServer | None = None
         self._late: set[asyncio.Task[Any]] = set()
         self._fired_cond = threading.Condition(self._lock)
-        self.forwarded = 0
 
     # -- life ------------------------------------------------------------------------------
 
@@ -724,7 +732,6 @@ class CatalogProxy:
             response = await upstream.exchange(request)
         except _Gone as exc:
             return None, (None if exc.sent else False)
-        self.forwarded += 1
         return response, 200 <= response.status < 300
 
     async def _one(

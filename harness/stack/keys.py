@@ -34,7 +34,6 @@ KAFKA_AUTO_CREATE_TOPICS = "auto.create.topics.enable"
 # MinIO (environment).
 MINIO_ROOT_USER = "MINIO_ROOT_USER"
 MINIO_ROOT_PASSWORD = "MINIO_ROOT_PASSWORD"
-MINIO_BROWSER = "MINIO_BROWSER"
 MINIO_UPDATE = "MINIO_UPDATE"
 
 # Iceberg REST catalog server (environment: CATALOG_ prefix, "__" -> "-", "_" -> ".").
@@ -85,7 +84,6 @@ PYICEBERG_S3_ENDPOINT = "s3.endpoint"
 PYICEBERG_S3_ACCESS_KEY = "s3.access-key-id"
 PYICEBERG_S3_SECRET_KEY = "s3.secret-access-key"
 PYICEBERG_S3_REGION = "s3.region"
-PYICEBERG_S3_PATH_STYLE = "s3.force-virtual-addressing"
 
 TRINO_CATALOG = "lake"
 TRINO_USER = "icefloe"

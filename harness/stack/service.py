@@ -11,9 +11,8 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, Self
+from typing import Self
 
-from harness.console import say
 from harness.provision import jdk
 from harness.provision.layout import Layout
 from harness.stack.config import StackConfig
@@ -33,21 +32,6 @@ class ServiceStatus:
     healthy: bool
     paused: bool
     rss_bytes: int
-
-
-class Service(Protocol):
-    """What the harness, the CLI and fault injection need of a service, whatever runs it."""
-
-    name: str
-
-    def start(self) -> float: ...
-    def stop(self) -> None: ...
-    def kill(self) -> None: ...
-    def pause(self) -> None: ...
-    def resume(self) -> None: ...
-    def restart(self) -> float: ...
-    def health(self) -> bool: ...
-    def status(self) -> ServiceStatus: ...
 
 
 class LocalService(ABC):
@@ -164,6 +148,3 @@ def write_properties(path: Path, props: dict[str, object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
 
-
-def announce(name: str, took: float) -> None:
-    say(f"[green]ready[/] {name} ({took:.1f} s)")

@@ -46,14 +46,12 @@ class View:
 
     def __init__(self, refuse: bool) -> None:
         self.refuse = refuse
-        self.renewals = 0
 
     def take_over(self, instance: str, ttl_ms: int, **_: Any) -> None:
         if self.refuse:
             raise ConcurrentLoader("lake.s.t", "other", 0)
 
     def renew(self, instance: str, ttl_ms: int) -> bool:
-        self.renewals += 1
         raise Fenced("lake.s.t", "me", None)
 
 

@@ -15,6 +15,7 @@ records the counts (fired, applied, not applied, unknown, still in flight).
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from harness.stack.catalogproxy import (
     LOAD_PATH,
     TRANSACTION_PATH,
     CatalogProxy,
-    Mode,
+    Firing,
     Rule,
 )
 
@@ -43,37 +44,18 @@ TARGETS: dict[str, tuple[str, str]] = {
 
 
 @dataclass(frozen=True)
-class CatalogHttpParams:
-    """Parameters of ``catalog_http`` (see ``harness.stack.catalogproxy.Rule``).
+class CatalogHttpParams(Firing):
+    """Parameters of ``catalog_http``: a :class:`~harness.stack.catalogproxy.Firing` (its mode,
+    how often, what it answers; the run's seed decides ``probability``) on the requests ``on``
+    names.
 
     Attributes:
-        mode: ``drop_after_forward``, ``status_after_forward``, ``refuse``, ``delay``,
-            ``black_hole`` or ``deliver_late``.
         on: Which requests: ``commit`` (a table's commit), ``transaction`` (a multi-table
             commit), ``load`` (a table load), ``any``.
-        times: Fire on this many matching requests (``None``: every one until healed).
-        probability: Chance that a matching request is fired on (the run's seed decides).
-        status: The status answered (default 502 after forwarding, 503 for ``refuse``).
-        retry_after_s: ``refuse``: a ``Retry-After`` header.
-        drop: ``refuse``: close the connection instead of answering.
-        delay_ms: ``delay``: before forwarding.
-        answer_delay_ms: ``delay``: before passing the answer on.
-        hold_s: ``black_hole``: close after this long (``None``: hold until healed).
-        late_s: ``deliver_late``: forward this long after answering 504.
         wait_s: Inject waits up to this long for ``times`` firings (0: returns at once).
     """
 
-    mode: Mode
     on: Target = "commit"
-    times: int | None = 1
-    probability: float = 1.0
-    status: int | None = None
-    retry_after_s: int | None = None
-    drop: bool = False
-    delay_ms: int = 0
-    answer_delay_ms: int = 0
-    hold_s: float | None = None
-    late_s: float = 5.0
     wait_s: float = 0.0
 
     def __post_init__(self) -> None:
@@ -92,21 +74,8 @@ class CatalogHttpParams:
             ValueError: A value the proxy refuses.
         """
         method, path = TARGETS[self.on]
-        return Rule(
-            mode=self.mode,
-            method=method,
-            path=path,
-            times=self.times,
-            probability=self.probability,
-            status=self.status,
-            retry_after_s=self.retry_after_s,
-            drop=self.drop,
-            delay_ms=self.delay_ms,
-            answer_delay_ms=self.answer_delay_ms,
-            hold_s=self.hold_s,
-            late_s=self.late_s,
-            name=name,
-        )
+        firing = {f.name: getattr(self, f.name) for f in dataclasses.fields(Firing)}
+        return Rule(**firing, method=method, path=path, name=name)
 
 
 def catalog_proxy(run: Any) -> CatalogProxy:

@@ -28,6 +28,7 @@ from loader.faultpoints import (
     PAUSE_AFTER_COMMITS_ENV,
     PAUSE_AT_ENV,
     POINTS,
+    Point,
 )
 
 __all__ = ["KillLoader", "KillLoaderParams", "ZombieLoader", "ZombieParams"]
@@ -35,19 +36,6 @@ __all__ = ["KillLoader", "KillLoaderParams", "ZombieLoader", "ZombieParams"]
 _SIGKILL_CODE = -9
 TAKE_OVER_POLL_S = 0.5
 """How often a zombie fault reads the lease while it waits for the successor's take-over."""
-
-
-Point = Literal[
-    "take_over",
-    "planned",
-    "decoded",
-    "dead_lettered",
-    "write",
-    "publish",
-    "commit_sent",
-    "committed",
-]
-"""A fault point of the loader (``loader.faultpoints.POINTS``)."""
 
 
 def _fired(loader: Any, action: str) -> str | None:
