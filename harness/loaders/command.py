@@ -221,7 +221,7 @@ def values(target: LoaderTarget, stack: Any, config_file: Path) -> dict[str, str
         "s3_region": keys.S3_REGION,
         "dead_letter_topic": target.dead_letter_topic or "",
         "loader_id": target.loader_id,
-        "state_dir": str(target.state_dir),
+        "state_dir": str(target.state_dir.resolve()),
         "config_file": str(config_file),
         "python": sys.executable,
     }
@@ -242,9 +242,10 @@ class CommandLoader:
         self.target = target
         self.stack = stack
         self.history = history
-        self.state_dir = target.state_dir
-        self.process = ManagedProcess("command", target.state_dir)
-        self.config_file = target.state_dir / spec.config_name
+        # Absolute: the command runs in its folder, and a relative path would start from there.
+        self.state_dir = target.state_dir.resolve()
+        self.process = ManagedProcess("command", self.state_dir)
+        self.config_file = self.state_dir / spec.config_name
         self.starts = 0
         self.hooks: dict[str, str] = {}
         self._began = 0.0

@@ -129,7 +129,10 @@ def test_a_command_loader_renders_its_template_and_keeps_credentials_in_its_envi
     assert argv[0] == sys.executable and "ready src lake.s1.events" in argv[2]
     assert not any("s3cr3t" in part for part in argv)
     assert loader.environment()["MY_SECRET"] == "s3cr3t"
-    assert loader.progress() == f"its folder {tmp_path / 'loader'}"
+    assert loader.progress() == f"its folder {tmp_path.resolve() / 'loader'}"
+    # A relative folder (a run's, under reports/) is made absolute: the command runs in it.
+    relative = kind.make(_target(Path("reports/x")), _stack(tmp_path), History())
+    assert Path(relative.argv()[3]).is_absolute()
     assert kind.capabilities == {Capability.KILL, Capability.FREEZE}
 
 
