@@ -466,9 +466,10 @@ def check_values_match_ledger(
 
 
 def _same_value(got: Any, want: Any) -> bool:
-    """Equal, numbers by value (a REAL column holds a float32: 1e-6 relative)."""
+    """Equal; a float by value within 1e-6 relative (a REAL column holds a float32)."""
     if isinstance(got, bool) or isinstance(want, bool) or got is None or want is None:
         return bool(got == want)
-    if isinstance(got, int | float) and isinstance(want, int | float):
-        return math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-30) or got == want
+    numbers = isinstance(got, int | float) and isinstance(want, int | float)
+    if numbers and (isinstance(got, float) or isinstance(want, float)):
+        return math.isclose(got, want, rel_tol=1e-6, abs_tol=1e-30)
     return bool(got == want)

@@ -138,11 +138,26 @@ def test_a_wrong_value_is_named_with_what_was_expected() -> None:
     bad["id-2"]["xi0_r0"] = 30  # the message's xi0 written into the renamed column
     bad["id-0"]["note"] = 7  # filled before the column existed
     bad["id-1"]["integer"] = 5
+    bad["id-0"]["xf0"] = 0.1001  # a float off by 1e-3
     result = values(bad)
     assert result.verdict == INVALID
     examples = result.anomalies["wrong_value"].examples
-    assert result.anomalies["wrong_value"].count == 3
+    assert result.anomalies["wrong_value"].count == 4
     assert "id-2: xi0_r0=30, expected None" in examples
+
+
+def test_a_large_integer_off_by_one_is_wrong() -> None:
+    bad = {eid: dict(row) for eid, row in GOOD.items()}
+    sent = {**SENT, "id-0": {**SENT["id-0"], "integer": 281507120}}
+    bad["id-0"]["integer"] = 281507121
+    observed = Observed(
+        reads={"row_values": bad, "first_seen": SEEN},
+        facts={"sent_rows": sent, "schema_changes": CHANGES},
+    )
+    result = run_check("values_match_ledger", History(), LEDGER, observed)
+    assert result.anomalies["wrong_value"].examples == [
+        "id-0: integer=281507121, expected 281507120"
+    ]
 
 
 def test_a_column_whose_change_failed_is_left_out() -> None:
