@@ -200,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
             replay = f"{report.replay_command(result)} --loader {kind.name}"
             cell = table.from_result(result, kind.name, replay)
             cells.append(cell)
+            report.write_markdown(result)
             say(f"  {escape(cell.text())} in {result.elapsed_s:.0f} s; {result.run_dir}")
             if scenario is semantic:
                 fates[kind.name] = read_fates(result)

@@ -23,8 +23,11 @@ _PREFIXES = {
     "duplicated": ("duplicate", "added_twice", "listed_twice"),
     "misrouted": ("misrouted", "unexpected"),
     "stalled": ("stalled", "stale", "unhealed", "unexplained_exit"),
-    "coerced": ("coerced", "wrong_value"),
+    "coerced": ("coerced",),
 }
+_VALUE_CHECKS = ("values", "column_values")
+"""Checks whose ``wrong_value`` is a value the loader changed (coerced); elsewhere it is a
+wrong fact about a row or a letter (a dead letter's error kind), kept under its own name."""
 
 PASS = "pass"
 ANOMALIES = "anomalies"
@@ -34,8 +37,15 @@ ERROR = "error"
 UNKNOWN = "unknown"
 
 
-def category(anomaly: str) -> str | None:
-    """The class (``CATEGORIES``) of a checker's anomaly name, or None."""
+def category(anomaly: str, check: str = "") -> str | None:
+    """The class (``CATEGORIES``) of a checker's anomaly name, or None.
+
+    Args:
+        anomaly: The anomaly's name.
+        check: The check that found it (``wrong_value`` of a value check is ``coerced``).
+    """
+    if anomaly == "wrong_value" and check in _VALUE_CHECKS:
+        return "coerced"
     for name, prefixes in _PREFIXES.items():
         if anomaly.startswith(prefixes):
             return name
@@ -72,8 +82,10 @@ class Cell:
         """Anomaly counts by class (``CATEGORIES``; others under their own names)."""
         out: dict[str, int] = {}
         for name, count in self.anomalies.items():
-            anomaly = name.split(": ", 1)[-1]
-            key = category(anomaly) or anomaly
+            check, _, anomaly = name.rpartition(": ")
+            key = category(anomaly, check) or f"{check} {anomaly}".strip()
+            if check == "dead_letter" and not key.startswith(check):
+                key = f"dead letters {key}"  # of the malformed messages, not of the rows
             out[key] = out.get(key, 0) + count
         return out
 

@@ -59,7 +59,9 @@ def test_the_table_names_each_finding_with_its_seed_file_and_replay() -> None:
     assert "| 15_z | - | not applicable: no x |" in text
     assert "exactly_once: lost x4" in text and "--seed 7" in text
     assert table.category("duplicated_dead_letter") == "duplicated"
-    assert table.category("wrong_value") == "coerced" and table.category("taken_back") is None
+    assert table.category("wrong_value", "values") == "coerced"
+    assert table.category("wrong_value", "dead_letter") is None
+    assert table.category("taken_back") is None
 
 
 def _entry(seq: int, status: str = "valid", kind: str | None = None) -> LedgerEntry:
