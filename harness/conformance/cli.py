@@ -79,13 +79,14 @@ def _commit() -> str:
     return out.stdout.strip()
 
 
-def read_fates(result: Any) -> list[Any]:
-    """What a loader did with each hostile input, from a run of the semantics scenario."""
+def read_fates(run_dir: Path) -> list[Any]:
+    """What a loader did with each hostile input, from the folder of a run of the semantics
+    scenario (its history and ledgers: no service is asked)."""
     from harness.conformance.semantics import fates
-    from harness.scenarios.history import select
+    from harness.scenarios.history import History, select
     from harness.scenarios.observe import ledger_entries, phases
 
-    history = result.history.events if result.history is not None else ()
+    history = History.read(run_dir / "history.jsonl").events
     counts: dict[str, int] = {}
     for event in select(history, "read", "table", "ok")[-1:]:
         counts = {str(k): int(n) for k, n in event.data.get("values", [])}
@@ -97,8 +98,8 @@ def read_fates(result: Any) -> list[Any]:
     rows: list[Any] = []
     for event in select(history, "sql", "hostile_rows", "ok")[-1:]:
         rows = list(event.data.get("values") or [])
-    after = phases(result.run_dir).get("after", [])
-    return fates(ledger_entries(result.run_dir), counts, letters, rows, after)
+    after = phases(run_dir).get("after", [])
+    return fates(ledger_entries(run_dir), counts, letters, rows, after)
 
 
 def merge(paths: list[Path], reports: Path) -> Path:
@@ -203,7 +204,7 @@ def run(args: argparse.Namespace) -> int:
             report.write_markdown(result)
             say(f"  {escape(cell.text())} in {result.elapsed_s:.0f} s; {result.run_dir}")
             if scenario is semantic:
-                fates[kind.name] = read_fates(result)
+                fates[kind.name] = read_fates(result.run_dir)
             if not stack.healthy():  # an outage run that failed must not sink the next
                 stack.up()
     elapsed = time.monotonic() - began

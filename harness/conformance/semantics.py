@@ -6,8 +6,9 @@ its ledger (each malformed message's kind, partition and offset), the table's ro
 header names whatever the loader) and the rows the run recorded (``hostile_rows``). Each kind's
 messages are then in the table (*loaded*: as sent, or *coerced* to what the row holds), in the
 dead-letter topic, or neither; when the valid rows published after the hostile ones never
-arrived, the loader *stopped*, at the first kind that went nowhere (the later ones were *not
-reached*). Pure functions: no service is asked.
+arrived, the loader *stopped*: after the last kind that got anywhere (the later ones were *not
+reached*; earlier ones that went nowhere were in a batch it never committed). Pure functions:
+no service is asked.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ DEAD_LETTER = "dead letter"
 STOPPED = "stopped"
 NOT_REACHED = "not reached"
 DROPPED = "dropped"
+UNCOMMITTED = "uncommitted"
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,12 @@ class Fate:
         sent: Messages of this kind delivered to the topic.
         loaded: Of them, in the table.
         dead_lettered: Of them, in the dead-letter topic.
-        outcome: ``dead letter``, ``loaded``, ``stopped`` (the loader stopped here),
-            ``not reached`` (it had stopped before), ``dropped`` (neither, yet it went on),
-            or several joined by ``+``.
+        outcome: ``dead letter``, ``loaded``, ``dropped`` (neither, and the loader went on),
+            ``stopped`` (the loader stopped, and this is the first kind after the last one that
+            reached the table or the dead-letter topic: the message that stopped it is of this
+            kind or among the uncommitted ones before it), ``not reached`` (after that),
+            ``uncommitted`` (neither, though a later message reached somewhere: it was in a
+            batch the loader never committed before it stopped), or several joined by ``+``.
         stored: For loaded rows: the targeted column's value (or the whole row), per row.
     """
 
@@ -102,7 +107,9 @@ def fates(
     Returns:
         One fate per kind.
     """
-    entries = sorted((e for e in ledger if e.delivered), key=lambda e: e.seq)
+    # In the order the loader met them: by offset (the scenario's topic has one partition;
+    # each phase's ledger counts its own seq from 0).
+    entries = sorted((e for e in ledger if e.delivered), key=lambda e: (e.offset, e.partition))
     lettered = {
         (letter.get(keys.DLQ_SOURCE_PARTITION), letter.get(keys.DLQ_SOURCE_OFFSET))
         for letter in letters
@@ -114,9 +121,15 @@ def fates(
     for entry in entries:
         if entry.status == "malformed" and entry.kind:
             kinds.setdefault(entry.kind, []).append(entry)
+    reached = [
+        i
+        for i, sent in enumerate(kinds.values())
+        if any(table_counts.get(e.event_id) for e in sent)
+        or any((str(e.partition), str(e.offset)) in lettered for e in sent)
+    ]
+    last = reached[-1] if reached else -1
     out: list[Fate] = []
-    blamed = False
-    for kind, sent in kinds.items():
+    for i, (kind, sent) in enumerate(kinds.items()):
         loaded = [e for e in sent if table_counts.get(e.event_id)]
         dead = [e for e in sent if (str(e.partition), str(e.offset)) in lettered]
         parts = []
@@ -127,9 +140,10 @@ def fates(
         if len(loaded) + len(dead) < len(sent):
             if not stopped:
                 parts.append(DROPPED)
-            elif not blamed:
+            elif i < last:
+                parts.append(UNCOMMITTED)  # a later message got somewhere: it was passed
+            elif i == last + 1:
                 parts.append(STOPPED)
-                blamed = True
             else:
                 parts.append(NOT_REACHED)
         stored = tuple(_stored(kind, by_id[e.event_id]) for e in loaded if e.event_id in by_id)
