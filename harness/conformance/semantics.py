@@ -6,9 +6,8 @@ its ledger (each malformed message's kind, partition and offset), the table's ro
 header names whatever the loader) and the rows the run recorded (``hostile_rows``). Each kind's
 messages are then in the table (*loaded*: as sent, or *coerced* to what the row holds), in the
 dead-letter topic, or neither; when the valid rows published after the hostile ones never
-arrived, the loader *stopped*: after the last kind that got anywhere (the later ones were *not
-reached*; earlier ones that went nowhere were in a batch it never committed). Pure functions:
-no service is asked.
+arrived, the loader *stopped*, at one of the kinds after the last one that got anywhere;
+earlier ones that went nowhere were *passed, not loaded*. Pure functions: no service is asked.
 """
 
 from __future__ import annotations
@@ -41,9 +40,8 @@ SENT = {
 LOADED = "loaded"
 DEAD_LETTER = "dead letter"
 STOPPED = "stopped"
-NOT_REACHED = "not reached"
 DROPPED = "dropped"
-UNCOMMITTED = "uncommitted"
+PASSED = "passed, not loaded"
 
 
 @dataclass(frozen=True)
@@ -56,11 +54,11 @@ class Fate:
         loaded: Of them, in the table.
         dead_lettered: Of them, in the dead-letter topic.
         outcome: ``dead letter``, ``loaded``, ``dropped`` (neither, and the loader went on),
-            ``stopped`` (the loader stopped, and this is the first kind after the last one that
-            reached the table or the dead-letter topic: the message that stopped it is of this
-            kind or among the uncommitted ones before it), ``not reached`` (after that),
-            ``uncommitted`` (neither, though a later message reached somewhere: it was in a
-            batch the loader never committed before it stopped), or several joined by ``+``.
+            ``stopped`` (the loader stopped, and nothing of this kind or after it got anywhere:
+            it stopped at one of these kinds; the table and the dead-letter topic cannot tell
+            which, its log can), ``passed, not loaded`` (neither, though a later message got
+            somewhere: skipped, or in a batch never committed before the loader stopped), or
+            several joined by ``+``.
         stored: For loaded rows: the targeted column's value (or the whole row), per row.
     """
 
@@ -141,11 +139,9 @@ def fates(
             if not stopped:
                 parts.append(DROPPED)
             elif i < last:
-                parts.append(UNCOMMITTED)  # a later message got somewhere: it was passed
-            elif i == last + 1:
-                parts.append(STOPPED)
+                parts.append(PASSED)  # a later message got somewhere: this one was passed
             else:
-                parts.append(NOT_REACHED)
+                parts.append(STOPPED)
         stored = tuple(_stored(kind, by_id[e.event_id]) for e in loaded if e.event_id in by_id)
         out.append(Fate(kind, len(sent), len(loaded), len(dead), " + ".join(parts), stored))
     return out
