@@ -32,6 +32,9 @@ __all__ = [
     "LoaderKind",
     "LoaderTarget",
     "TestHooks",
+    "log_since",
+    "log_size",
+    "record_exit",
 ]
 
 
@@ -249,6 +252,33 @@ class LoaderKind(Protocol):
         ...
 
 
+def log_size(path: Path) -> int:
+    """The size of a loader's log so far (0 before it exists): a mark for ``log_since``."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
+def log_since(path: Path, mark: int) -> str:
+    """A loader's log from ``mark`` (a ``log_size``) on."""
+    try:
+        with path.open("rb") as fh:
+            fh.seek(mark)
+            return fh.read().decode(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def record_exit(history: Any, pid: int | None, code: int | None, expected: bool, tail: str) -> None:
+    """Record a loader's exit: a ``loader``/``exit`` event with its code, whether the harness
+    caused it and, if not, the tail of its log (what the checks of exits read)."""
+    history.record(
+        "loader", "info", "exit", pid=pid, code=code, expected=expected,
+        message="" if expected else tail,
+    )  # fmt: skip
+
+
 EXIT_POLL_S = 0.2
 SUPERVISOR_DELAY_S = 2.0
 
@@ -316,15 +346,8 @@ class ExitWatch:
                     self._seen = None
             if ended:
                 code = self.process.returncode()
-                self.history.record(
-                    "loader",
-                    "info",
-                    "exit",
-                    pid=pid,
-                    code=code,
-                    expected=expected,
-                    message="" if expected else self._log_tail(30),
-                )
+                tail = "" if expected else self._log_tail(30)
+                record_exit(self.history, pid, code, expected, tail)
                 if not expected and self.restart_on_exit and self._watching:
                     time.sleep(SUPERVISOR_DELAY_S)
                     try:

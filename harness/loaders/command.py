@@ -43,7 +43,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.loaders.base import Capability, ExitWatch, Health, LoaderTarget
+from harness.loaders.base import (
+    Capability,
+    ExitWatch,
+    Health,
+    LoaderTarget,
+    log_since,
+    log_size,
+)
 from harness.stack import keys
 from harness.stack.process import ManagedProcess
 
@@ -416,18 +423,10 @@ class CommandLoader:
         return []
 
     def log_size(self) -> int:
-        try:
-            return self.process.log_file.stat().st_size
-        except FileNotFoundError:
-            return 0
+        return log_size(self.process.log_file)
 
     def log_since(self, mark: int) -> str:
-        try:
-            with self.process.log_file.open("rb") as fh:
-                fh.seek(mark)
-                return fh.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
+        return log_since(self.process.log_file, mark)
 
     def log_tail(self, lines: int = 40) -> str:
         return self.process.log_tail(lines)

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.loaders.base import Capability, ExitWatch, Health, log_since, log_size
 from harness.provision import kafka_connect as provisioning
 from harness.provision.layout import Layout
 from harness.scenarios.history import History
@@ -703,8 +704,6 @@ class KafkaConnectLoader:
     """
 
     def __init__(self, sink: KafkaConnectSink, *, restart_on_exit: bool = False) -> None:
-        from harness.loaders.base import ExitWatch
-
         self.sink = sink
         self.state_dir = sink.state_dir
         self.hooks: dict[str, str] = {}
@@ -792,8 +791,6 @@ class KafkaConnectLoader:
         return bool(self.sink.process.wait_exit(timeout_s))
 
     def health(self) -> Any:
-        from harness.loaders.base import Health
-
         found = self.sink.health()
         detail = f"connector {found.connector or '?'}, tasks {dict(found.tasks)}"
         return Health(self.is_running(), found.healthy, detail)
@@ -828,18 +825,10 @@ class KafkaConnectLoader:
         return []
 
     def log_size(self) -> int:
-        try:
-            return self.sink.log_file.stat().st_size
-        except FileNotFoundError:
-            return 0
+        return log_size(self.sink.log_file)
 
     def log_since(self, mark: int) -> str:
-        try:
-            with self.sink.log_file.open("rb") as fh:
-                fh.seek(mark)
-                return fh.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
+        return log_since(self.sink.log_file, mark)
 
     def log_tail(self, lines: int = 40) -> str:
         return self.sink.log_tail(lines)
@@ -872,8 +861,6 @@ class KafkaConnectKind:
     dead_letter_headers = staticmethod(dead_letter_headers)
 
     def __init__(self, **settings: Any) -> None:
-        from harness.loaders.base import Capability
-
         self.settings = settings
         self.capabilities = frozenset(
             {Capability.KILL, Capability.FREEZE, Capability.DEAD_LETTERS, Capability.SUPERVISED}

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.loaders.base import Health, TestHooks
+from harness.loaders.base import Health, TestHooks, log_since, log_size, record_exit
 from harness.loaders.config import stack_loader_config
 from harness.scenarios.history import History
 from harness.stack.process import ManagedProcess
@@ -614,15 +614,7 @@ class LoaderProcess:
         """Record the exit of the last process started (pid ``pid``); True if expected."""
         code = self.process.returncode()
         expected = self._expected_exit or code in self._expected_codes
-        self.history.record(
-            "loader",
-            "info",
-            "exit",
-            pid=pid,
-            code=code,
-            expected=expected,
-            message="" if expected else self.log_tail(30),
-        )
+        record_exit(self.history, pid, code, expected, "" if expected else self.log_tail(30))
         self._seen_pid = None
         self._recorded_pid = pid
         self._settle_exited()
@@ -639,18 +631,10 @@ class LoaderProcess:
     # -- logs ---------------------------------------------------------------
 
     def log_size(self) -> int:
-        try:
-            return self.process.log_file.stat().st_size
-        except FileNotFoundError:
-            return 0
+        return log_size(self.process.log_file)
 
     def log_since(self, mark: int) -> str:
-        try:
-            with self.process.log_file.open("rb") as fh:
-                fh.seek(mark)
-                return fh.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
+        return log_since(self.process.log_file, mark)
 
     def log_tail(self, lines: int = 40) -> str:
         return self.process.log_tail(lines)

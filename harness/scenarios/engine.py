@@ -183,9 +183,6 @@ class Run:
     def stop_loader(self) -> None:
         self.loaders.stop()
 
-    def kill_loader(self) -> int | None:
-        return self.loaders.kill()
-
     def restart_loader(self, *, kill: bool = False, fresh_checkpoint: bool = False) -> float:
         return self.loaders.restart(kill=kill, fresh_checkpoint=fresh_checkpoint)
 
