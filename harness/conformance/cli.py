@@ -14,6 +14,7 @@ seed and the scenario file that reproduces it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import json
 import subprocess
@@ -122,9 +123,14 @@ def merge(paths: list[Path], reports: Path) -> Path:
         doc = json.loads(path.read_text())
         for raw in doc["cells"]:
             cell = table.Cell(**raw)
+            if Path(cell.file).is_absolute() and Path(cell.file).is_relative_to(table.ROOT):
+                cell = dataclasses.replace(cell, file=str(Path(cell.file).relative_to(table.ROOT)))
             cells[(cell.scenario, cell.loader)] = cell
         for name, found in doc.get("semantics", {}).items():
             fates[name] = [semantics.Fate(**{**f, "stored": tuple(f["stored"])}) for f in found]
+        for name, run_dir in doc.get("semantics_runs", {}).items():
+            if Path(run_dir, "history.jsonl").exists():  # read again, as this version reads it
+                fates[name] = read_fates(Path(run_dir))
         minutes += float(doc.get("minutes", 0.0))
         sources.append(f"`{doc.get('command', '?')}` at {doc.get('commit', '?')}")
     loaders = list(dict.fromkeys(loader for _, loader in cells))
@@ -174,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
     budget_s = args.budget_minutes * 60
     cells: list[table.Cell] = []
     fates: dict[str, list[Any]] = {}
+    semantic_runs: dict[str, str] = {}
     for scenario in plan:
         for kind in kinds:
             # The hostile inputs are a record of what each loader does: run against every one.
@@ -187,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
                 continue
             if time.monotonic() - began > budget_s:
                 cells.append(table.Cell(
-                    scenario.name, kind.name, table.NOT_RUN, file=str(scenario.path),
+                    scenario.name, kind.name, table.NOT_RUN, file=table.scenario_file(scenario),
                     reason=f"past the {args.budget_minutes:g}-minute budget",
                 ))  # fmt: skip
                 continue
@@ -205,6 +212,7 @@ def run(args: argparse.Namespace) -> int:
             say(f"  {escape(cell.text())} in {result.elapsed_s:.0f} s; {result.run_dir}")
             if scenario is semantic:
                 fates[kind.name] = read_fates(result.run_dir)
+                semantic_runs[kind.name] = str(result.run_dir)
             if not stack.healthy():  # an outage run that failed must not sink the next
                 stack.up()
     elapsed = time.monotonic() - began
@@ -232,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
     (args.reports / f"conformance-{stamp}.json").write_text(json.dumps(
         {"cells": [vars(c) | {"anomalies": dict(c.anomalies)} for c in cells],
          "semantics": {n: [vars(f) for f in fs] for n, fs in fates.items()},
+         "semantics_runs": semantic_runs,
          "minutes": round(elapsed / 60, 1), "command": command, "commit": _commit()},
         indent=1, default=str))  # fmt: skip
     say(f"conformance: {path} ({elapsed / 60:.1f} min)")

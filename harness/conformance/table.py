@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 __all__ = ["CATEGORIES", "Cell", "category", "from_result", "markdown", "not_applicable"]
@@ -29,12 +30,26 @@ _VALUE_CHECKS = ("values", "column_values")
 """Checks whose ``wrong_value`` is a value the loader changed (coerced); elsewhere it is a
 wrong fact about a row or a letter (a dead letter's error kind), kept under its own name."""
 
+ROOT = Path(__file__).resolve().parents[2]
+"""The repository: scenario files are named relative to it."""
+
 PASS = "pass"
 ANOMALIES = "anomalies"
 NOT_APPLICABLE = "not applicable"
 NOT_RUN = "not run"
 ERROR = "error"
 UNKNOWN = "unknown"
+
+
+def scenario_file(scenario: Any) -> str:
+    """The file of ``scenario`` as the table names it (relative to the repository)."""
+    path = scenario.path
+    if path is None:
+        return str(scenario.name)
+    path = Path(path)
+    if path.is_absolute() and path.is_relative_to(ROOT):
+        path = path.relative_to(ROOT)
+    return str(path)
 
 
 def category(anomaly: str, check: str = "") -> str | None:
@@ -114,12 +129,11 @@ def from_result(result: Any, loader: str, replay: str) -> Cell:
         and counts; ``unknown`` when no check failed but one compared nothing; ``error`` when
         the run itself failed.
     """
-    path = result.scenario.path
     common = {
         "scenario": result.scenario.name,
         "loader": loader,
         "seed": result.seed,
-        "file": str(path) if path is not None else result.scenario.name,
+        "file": scenario_file(result.scenario),
         "seconds": round(result.elapsed_s, 1),
         "replay": replay,
     }
@@ -141,14 +155,10 @@ def from_result(result: Any, loader: str, replay: str) -> Cell:
 
 def not_applicable(scenario: Any, loader: str, reasons: Sequence[str]) -> Cell:
     """The cell of a scenario that needs what the loader lacks."""
-    path = scenario.path
     return Cell(
-        scenario.name,
-        loader,
-        NOT_APPLICABLE,
-        file=str(path) if path is not None else scenario.name,
+        scenario.name, loader, NOT_APPLICABLE, file=scenario_file(scenario),
         reason="; ".join(reasons),
-    )
+    )  # fmt: skip
 
 
 def markdown(cells: Iterable[Cell], loaders: Sequence[str]) -> str:
