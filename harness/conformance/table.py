@@ -98,8 +98,8 @@ class Cell:
         out: dict[str, int] = {}
         for name, count in self.anomalies.items():
             check, _, anomaly = name.rpartition(": ")
-            key = category(anomaly, check) or f"{check} {anomaly}".strip()
-            if check == "dead_letter" and not key.startswith(check):
+            key = category(anomaly, check) or anomaly
+            if check == "dead_letter":
                 key = f"dead letters {key}"  # of the malformed messages, not of the rows
             out[key] = out.get(key, 0) + count
         return out
@@ -111,8 +111,11 @@ class Cell:
         if self.outcome == ANOMALIES:
             found = ", ".join(f"{k} {n}" for k, n in sorted(self.categories().items()))
             return f"**{found}** (seed {self.seed})"
-        if self.outcome in (NOT_APPLICABLE, NOT_RUN):
-            return f"{self.outcome}: {self.reason}"
+        if self.outcome == NOT_APPLICABLE:  # the capabilities it lacks; why, below the table
+            lacks = [r.split(":", 1)[0].removeprefix("no ") for r in self.reason.split("; ")]
+            return f"not applicable (no {', '.join(lacks)})"
+        if self.outcome == NOT_RUN:
+            return NOT_RUN
         return f"{self.outcome}: {self.reason[:120]}"
 
 
@@ -183,6 +186,10 @@ def markdown(cells: Iterable[Cell], loaders: Sequence[str]) -> str:
             by[(scenario, loader)].text() if (scenario, loader) in by else "-" for loader in loaders
         ]
         lines.append(f"| {scenario} | " + " | ".join(r.replace("|", "/") for r in row) + " |")
+    lacking = [c for c in cells if c.outcome == NOT_APPLICABLE]
+    if lacking:
+        lines += ["", "Not applicable, and why:", ""]
+        lines += [f"- {c.scenario} on {c.loader}: {c.reason}" for c in lacking]
     found = [c for c in cells if c.outcome in (ANOMALIES, ERROR, UNKNOWN)]
     if found:
         lines += ["", "Each finding, with what reproduces it:", ""]
