@@ -21,6 +21,10 @@ The points of a batch, in order (``POINTS``):
 * ``committed``: the publishing commit has landed, before Spark writes its checkpoint: the
   worst moment for exactly-once.
 
+A batch written in one pass (``loader.frames.SinglePass``) decodes while it writes: it passes
+``planned``, ``write``, then ``decoded`` and ``dead_lettered`` once its snapshot is staged (it
+has no dead letters), then ``publish``, ``commit_sent`` and ``committed``.
+
 Variables:
 
 - ``ICEFLOE_TEST_KILL_AT=POINT``: SIGKILL the loader's process group at ``POINT`` of the first

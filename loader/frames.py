@@ -16,6 +16,12 @@ Records are decoded in the executors in two tiers:
   to Python;
 * ``rows()``: the valid rows, for the append (the write job reads them from the caches).
 
+``SinglePass`` is the other way through a batch, for a batch of plain records only: one Spark
+job reads, decodes in the JVM and writes, with no cache, and counts on the way what the driver
+needs afterwards (records, declined records, the newest timestamp, each partition's lowest
+offset). A batch in which the JVM path declined any record is written again the two-job way,
+since its rejects must be known, and its valid rows written, before anything is published.
+
 A few declined records (at most ``DRIVER_DECODE_MAX_RECORDS`` and ``DRIVER_DECODE_MAX_BYTES``,
 the usual case: the batch's malformed records) are decoded on the driver instead: collected
 as Arrow and run through the same ``batch.decode_arrow``. That spares the batch a Spark job
@@ -25,6 +31,8 @@ decoding of a few records; the rows and rejects are the same either way.
 
 from __future__ import annotations
 
+import itertools
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyspark import StorageLevel
@@ -57,7 +65,9 @@ __all__ = [
     "KAFKA_SCHEMA_DDL",
     "PLAIN_COLUMN",
     "RAW_COLUMN",
+    "Counted",
     "DecodedBatch",
+    "SinglePass",
     "all_nullable",
     "warm_up",
 ]
@@ -159,6 +169,8 @@ class DecodedBatch:
         self.options = options
         self.columns = [f.name for f in schema.fields]
         self.driver_max = driver_max
+        self.declined = 0
+        """Records that went to the Python parser (known after ``summary()``)."""
         self._cached: list[DataFrame] = []
         self._python: DataFrame | None = None
         self._plain: DataFrame | None = None
@@ -220,7 +232,7 @@ class DecodedBatch:
             .collect()
         )
         summary = [r.asDict() for r in rows]
-        declined = sum(r["python"] for r in summary)
+        declined = self.declined = sum(r["python"] for r in summary)
         rejects: list[dict[str, Any]] = []
         if declined:
             declined_bytes = sum(r["python_bytes"] for r in summary)
@@ -311,3 +323,61 @@ def all_nullable(t: T.DataType) -> T.DataType:
     if isinstance(t, T.MapType):
         return T.MapType(t.keyType, all_nullable(t.valueType))
     return t
+
+
+_SINGLE_PASS_NAMES = itertools.count()
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What a single pass counted while it wrote.
+
+    Attributes:
+        records: records read (after the exactly-once filter).
+        declined: records the JVM path could not prove plain (their batch is written again).
+        max_timestamp_ms: the newest Kafka timestamp, or None when no record was read.
+    """
+
+    records: int
+    declined: int
+    max_timestamp_ms: int | None
+
+
+class SinglePass:
+    """A batch of plain records decoded and written in one Spark job (see the module docstring).
+
+    Args:
+        records: the Kafka source columns of the records to load.
+        schema: the table's current Iceberg schema.
+        options: decoding options.
+
+    Raises:
+        Ineligible: this schema or these options take the Python path.
+    """
+
+    def __init__(self, records: DataFrame, schema: Schema, options: DecodeOptions) -> None:
+        from pyspark.sql import Observation
+
+        column = plain_column(records, schema, options)
+        # explode(array(...)) evaluates the decoder once per record: with a plain projection
+        # Spark's optimizer copies it into the filter below and decodes every record twice.
+        decoded = records.select(F.explode(F.array(column)).alias(PLAIN_COLUMN), "timestamp")
+        self._observation = Observation(f"icefloe_batch_{next(_SINGLE_PASS_NAMES)}")
+        observed = decoded.observe(
+            self._observation,
+            F.count(F.lit(1)).alias("records"),
+            F.count_if(F.col(PLAIN_COLUMN).isNull()).alias("declined"),
+            F.max(F.unix_millis(F.col("timestamp"))).alias("max_timestamp_ms"),
+        )
+        self.rows: DataFrame = observed.where(F.col(PLAIN_COLUMN).isNotNull()).select(
+            f"{PLAIN_COLUMN}.*"
+        )
+        """The valid rows, the table's columns in schema order (write them once)."""
+
+    def counted(self) -> Counted:
+        """What the write of ``rows`` counted; call only after that write succeeded."""
+        got = self._observation.get
+        newest = got.get("max_timestamp_ms")
+        return Counted(
+            int(got["records"]), int(got["declined"]), None if newest is None else int(newest)
+        )

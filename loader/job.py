@@ -67,7 +67,7 @@ from loader.sessionstart import SessionStart
 from loader.sink import BatchSink
 from loader.spark import under_spark_submit
 from loader.table import TableView, now_ms
-from loader.topics import KafkaMetadata, starting_offsets_json
+from loader.topics import KafkaMetadata, numbered_offsets, starting_offsets_json
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -250,6 +250,7 @@ class LoaderJob:
         self.sink = BatchSink(
             cfg, self.spark, self.view, self.metrics, self._dead_letters, self.instance
         )
+        self.sink.checkpoint = self.checkpoint
         self.sink.recover_dead_letters(state)
         self.metrics.serve(cfg.metrics_port)
         options = cfg.kafka.spark_options()
@@ -269,6 +270,7 @@ class LoaderJob:
                 self.checkpoint,
             )
         self.starting_offsets = options["startingOffsets"]
+        self.sink.starting = numbered_offsets(self.starting_offsets)
         log.info("starting %s at %s", cfg.table, self.starting_offsets)
         if self._start_cancelled(keeper):
             return
@@ -324,7 +326,11 @@ class LoaderJob:
         reader = self.spark.read.format("kafka")
         for key, value in plan.spark_options(options).items():
             reader = reader.option(key, value)
-        sink(reader.load(), FIRST_SLICE_BATCH_ID)
+        sink.slice_bounds = (plan.start, plan.end)
+        try:
+            sink(reader.load(), FIRST_SLICE_BATCH_ID)
+        finally:
+            sink.slice_bounds = None
         return sink.last_offsets if sink.last_offsets is not None else unsliced
 
     def request_stop(self) -> None:

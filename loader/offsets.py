@@ -52,6 +52,7 @@ __all__ = [
     "committed_offsets",
     "decode_offsets",
     "encode_offsets",
+    "kafka_ranges",
     "lease_from_properties",
     "lease_properties",
     "live_foreign_lease",
@@ -277,6 +278,33 @@ class BatchPlan:
         """Whether the record at this position must be written."""
         start = self.keep_from.get((topic, partition))
         return start is not None and offset >= start
+
+
+def kafka_ranges(
+    starts: Offsets, ends: Offsets, committed: Offsets
+) -> list[tuple[str, int, int, int]]:
+    """``plan_batch``'s ranges for a batch known by where it starts and ends in Kafka.
+
+    Args:
+        starts: topic -> partition -> the batch's first offset, where it is a number.
+        ends: topic -> partition -> the offset after the batch's last.
+        committed: the table's offsets.
+
+    Returns:
+        ``(topic, partition, start, end)`` per partition; a partition whose start is not a
+        number (a new one, read from its earliest) starts, for the plan, at the table's offset
+        for it, else at 0.
+    """
+    return [
+        (
+            topic,
+            partition,
+            starts.get(topic, {}).get(partition, committed.get(topic, {}).get(partition, 0)),
+            end,
+        )
+        for topic, parts in sorted(ends.items())
+        for partition, end in sorted(parts.items())
+    ]
 
 
 def plan_batch(

@@ -29,8 +29,20 @@ For every micro-batch Spark hands over, the sink:
    at the snapshot of step 1. This is the fence: a loader frozen anywhere in
    steps 1-7 while another took the table over cannot publish.
 
-Two Spark jobs per batch: decode-and-summarize, then the write (three when some
-records needed the Python parser).
+That is the two-job way. A batch of plain records takes one job instead
+(``frames.SinglePass``): its offsets are where it starts and ends in Kafka, read
+from the query's offset log before a record is read (``offsets.kafka_ranges``),
+so step 6 comes first: the records are filtered, decoded in the JVM and written
+as the staged snapshot in one pass with no cache, counting on the way how many
+records the JVM path declined. None declined: steps 3-5 have nothing to do and
+the snapshot is published (step 7). Some declined: the staged snapshot is left
+unpublished (expiry removes it), and this batch and the ones after it go the
+two-job way until a batch is all plain again. The newest Kafka timestamp, known
+only once the rows are written, is set as a table property by the publishing
+commit (``keys.TABLE_MAX_TIMESTAMP_MS``), on both ways.
+
+Two Spark jobs per batch the two-job way: decode-and-summarize, then the write
+(three when some records needed the Python parser).
 
 If main moved since step 1 (``MainMoved``), the table is read again: a lease
 that is someone else's means this process was fenced (``Fenced``); otherwise
@@ -54,6 +66,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
@@ -71,19 +84,21 @@ from loader.deadletter import (
 )
 from loader.errors import LoaderError, first_line
 from loader.faultpoints import FaultPoints
-from loader.frames import DecodedBatch
+from loader.frames import Counted, DecodedBatch, SinglePass
 from loader.metrics import LoaderMetrics
 from loader.offsets import (
     BatchPlan,
     Offsets,
     check_owner,
+    kafka_ranges,
     plan_batch,
     summary_properties,
 )
 from loader.parse import spark_schema
+from loader.plain import Ineligible
 from loader.record import RecordDecoder, route_malformed
 from loader.retry import KAFKA, Unanswered, unanswered
-from loader.spark import quiet_query_failure
+from loader.spark import batch_end_offsets, quiet_query_failure
 from loader.table import MainMoved, TableState, TableView, now_ms
 
 if TYPE_CHECKING:
@@ -145,6 +160,14 @@ class BatchSink:
         self._last_offsets: Offsets | None = None
         self._lock = threading.Lock()
         self.faults = FaultPoints.from_env()
+        self.checkpoint: str | None = None
+        """The streaming query's checkpoint, whose offset log says where each batch ends."""
+        self.starting: Offsets = {}
+        """Where the query's first batch starts, of the partitions where that is a number."""
+        self.slice_bounds: tuple[Offsets, Offsets] | None = None
+        """Where the first slice (a bounded read, not a micro-batch) starts and ends."""
+        self._clean = True
+        """The last batch's records were all plain: try the next one in a single pass."""
         self._sent: set[Coordinate] = set()
         """Dead letters Kafka acknowledged whose batch is not committed yet: a batch planned
         again does not send them again (``recover_dead_letters`` fills it at start)."""
@@ -268,11 +291,16 @@ class BatchSink:
         spark_schema(state.schema)
         self.faults.reached("planned", self.commits)
         kept = records.where(_keep_condition(committed)) if self.config.exactly_once else records
+        if self._single_pass(kept, batch_id, attempt, state, committed, started):
+            return
         batch = DecodedBatch(kept, state.schema, self.config.decode, self.config.jvm_decode)
         try:
             decode_started = time.monotonic()
             side = batch.summary()
             decode_s = time.monotonic() - decode_started
+            # A batch the JVM path could not decode at all (its schema) tries again: the check is
+            # cheap, and the schema may have changed.
+            self._clean = not batch.jvm or batch.declined == 0
             if side.count == 0:
                 log.info("batch %s: every record is already committed", batch_id)
                 self._forget_committed(committed)
@@ -293,8 +321,9 @@ class BatchSink:
                 query_id=self.query_id,
                 max_timestamp_ms=_newest(state.max_timestamp_ms, side.max_timestamp_ms),
             )
+            newest = _newest(state.max_timestamp_ms, side.max_timestamp_ms)
             write_started = time.monotonic()
-            self._write(batch.rows(), props, state, batch_id, attempt)
+            self._write(batch.rows(), props, state, batch_id, attempt, lambda: _newest_prop(newest))
         finally:
             batch.release()
         self._last_offsets = plan.next_offsets
@@ -316,15 +345,27 @@ class BatchSink:
         self.faults.committed(self.commits)
 
     def _write(
-        self, rows: DataFrame, props: dict[str, str], state: TableState, batch_id: int, attempt: int
+        self,
+        rows: DataFrame,
+        props: dict[str, str],
+        state: TableState,
+        batch_id: int,
+        attempt: int,
+        audit: Callable[[], dict[str, str] | None],
     ) -> None:
         """Write the batch's rows as one snapshot and make it the table's current one.
 
-        With fencing (the default) Spark stages the snapshot and ``TableView.publish`` moves
-        main onto it only if main has not moved since ``state`` was read.
+        With fencing (the default) Spark stages the snapshot, ``audit`` looks at what was
+        written, and ``TableView.publish`` moves main onto it only if main has not moved since
+        ``state`` was read.
+
+        Args:
+            audit: called once the snapshot is staged; gives the table properties to set with
+                the publish, or None to leave the staged snapshot unpublished (``_Declined``).
 
         Raises:
             MainMoved: the publish was refused because main moved.
+            _Declined: ``audit`` refused the staged snapshot.
             _WriteFailed: Spark's write or the publishing commit failed otherwise.
         """
         wap_id = f"{self.instance}-{batch_id}-{attempt}" if self.config.fencing else None
@@ -337,9 +378,12 @@ class BatchSink:
         if wap_id is None:
             self.metrics.commit_seconds.observe(time.monotonic() - started)
             return
+        audited = audit()
+        if audited is None:
+            raise _Declined
         self.faults.reached("publish", self.commits)
         ttl_ms = round(self.config.lease_ttl_s * 1000)
-        properties = {}
+        properties = dict(audited)
         if self.dead_letters is not None:
             properties[keys.TABLE_DEAD_LETTER_OFFSETS] = positions_to_json(
                 self.dead_letters.topic, self.dead_letters.positions
@@ -352,6 +396,104 @@ class BatchSink:
         except Exception as exc:
             raise _WriteFailed from exc
         self.metrics.commit_seconds.observe(time.monotonic() - started)
+
+    def _single_pass(
+        self,
+        kept: DataFrame,
+        batch_id: int,
+        attempt: int,
+        state: TableState,
+        committed: Offsets,
+        started: float,
+    ) -> bool:
+        """Decode, write and publish a batch of plain records in one Spark job.
+
+        The snapshot's offsets are where the batch ends in Kafka (the query's offset log, or
+        the first slice's bounds), known before a record is read; records, declined records
+        and the newest timestamp are counted while the rows are written. A batch in which the
+        JVM path declined a record is not published: its staged snapshot is left for expiry,
+        and the batch, with the ones after it until a batch is all plain again, goes the
+        two-job way (``DecodedBatch``), where its rejects are known before anything is
+        published.
+
+        Returns:
+            True when the batch was committed (or held nothing new); False when it goes the
+            two-job way.
+
+        Raises:
+            MainMoved, _WriteFailed, Fenced: as ``_write``.
+        """
+        cfg = self.config
+        if not (self._clean and cfg.jvm_decode and cfg.exactly_once and cfg.fencing):
+            return False
+        known = self.slice_bounds if batch_id < 0 else self._batch_bounds(batch_id)
+        if known is None:
+            return False
+        plan = plan_batch(committed, kafka_ranges(*known, committed))
+        if plan.next_offsets == {t: dict(p) for t, p in committed.items()}:
+            log.info("batch %s: every record is already committed", batch_id)
+            self._forget_committed(committed)
+            return True
+        _log_gaps(plan)
+        try:
+            single = SinglePass(kept, state.schema, cfg.decode)
+        except Ineligible:
+            return False
+        props = summary_properties(
+            cfg.loader_id, self.instance, plan.next_offsets, batch_id, query_id=self.query_id
+        )
+        counted: list[Counted] = []
+
+        def audit() -> dict[str, str] | None:
+            got = single.counted()
+            if got.declined:
+                return None
+            counted.append(got)
+            self.faults.reached("decoded", self.commits)
+            self.faults.reached("dead_lettered", self.commits)
+            return _newest_prop(_newest(state.max_timestamp_ms, got.max_timestamp_ms))
+
+        write_started = time.monotonic()
+        try:
+            self._write(single.rows, props, state, batch_id, attempt, audit)
+        except _Declined:
+            self._clean = False
+            log.info(
+                "batch %s: some records are not plain JSON of the table's types; "
+                "writing the batch again with its rejects sorted out",
+                batch_id,
+            )
+            return False
+        rows = counted[0].records
+        self._last_offsets = plan.next_offsets
+        self._forget_committed(plan.next_offsets)
+        self.commits += 1
+        self.renewed_ms = now_ms()
+        self.metrics.rows_written.inc(rows)
+        log.info(
+            "batch %s: committed %s rows, 0 dead letters in one pass "
+            "(table state %.2f s, decode, write and publish %.2f s, total %.2f s)",
+            batch_id,
+            rows,
+            write_started - started,
+            time.monotonic() - write_started,
+            time.monotonic() - started,
+        )
+        self.faults.committed(self.commits)
+        return True
+
+    def _batch_bounds(self, batch_id: int) -> tuple[Offsets, Offsets] | None:
+        """Where micro-batch ``batch_id`` starts and ends (None: unknown), from the query's
+        offset log: each batch starts where the one before it ended."""
+        if self.checkpoint is None:
+            return None
+        ends = batch_end_offsets(self.spark, self.checkpoint, batch_id)
+        if ends is None:
+            return None
+        if batch_id == 0:
+            return self.starting, ends
+        starts = batch_end_offsets(self.spark, self.checkpoint, batch_id - 1)
+        return None if starts is None else (starts, ends)
 
     def _schema_changed(self) -> str | None:
         """``"id A -> B"`` when the table's schema is no longer the one the last attempt was
@@ -450,6 +592,15 @@ class BatchSink:
 
 class _WriteFailed(Exception):
     """The batch's write or publishing commit failed; its ``__cause__`` says why."""
+
+
+class _Declined(Exception):
+    """A single pass staged a snapshot without the records the JVM path declined."""
+
+
+def _newest_prop(newest: int | None) -> dict[str, str]:
+    """The publishing commit's table property for the newest committed Kafka timestamp."""
+    return {} if newest is None else {keys.TABLE_MAX_TIMESTAMP_MS: str(newest)}
 
 
 def _log_gaps(plan: BatchPlan) -> None:

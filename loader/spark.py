@@ -18,6 +18,7 @@ only adds what the loader needs.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -32,8 +33,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "batch_end_offsets",
     "catalog_options",
     "check_runtime",
+    "parse_offset_log",
     "quiet_query_failure",
     "session",
     "under_spark_submit",
@@ -274,3 +277,52 @@ def _python() -> str:
     import sys
 
     return sys.executable
+
+
+def parse_offset_log(text: str) -> dict[str, dict[int, int]] | None:
+    """The Kafka offsets in one file of a streaming query's offset log, or None.
+
+    Spark writes ``<checkpoint>/offsets/<batch id>`` before it runs the batch: a version line
+    (``v1``), the batch's metadata, then one line per source holding where the batch ends in
+    that source, for Kafka ``{"topic": {"0": 42, ...}}``. The loader's query has one source.
+
+    Returns:
+        topic -> partition -> the offset the batch ends before; None for any other form.
+    """
+    lines = text.strip().splitlines()
+    if len(lines) != 3 or lines[0].strip() != "v1":
+        return None
+    try:
+        doc = json.loads(lines[2])
+        return {
+            str(topic): {int(p): int(o) for p, o in parts.items()} for topic, parts in doc.items()
+        }
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def batch_end_offsets(
+    spark: SparkSession, checkpoint: str, batch_id: int
+) -> dict[str, dict[int, int]] | None:
+    """Where micro-batch ``batch_id`` of the query checkpointed at ``checkpoint`` ends.
+
+    Read from the query's offset log (``parse_offset_log``) through Hadoop's file systems, so
+    a checkpoint on S3 or HDFS reads as a local one does.
+
+    Returns:
+        topic -> partition -> the offset after the batch's last; None when the file cannot be
+        read or is not in the expected form (the caller then learns the offsets from the
+        records).
+    """
+    jvm: Any = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    try:
+        path = jvm.org.apache.hadoop.fs.Path(f"{checkpoint.rstrip('/')}/offsets/{batch_id}")
+        stream = path.getFileSystem(conf).open(path)
+        try:
+            data = bytes(stream.readAllBytes())
+        finally:
+            stream.close()
+    except Exception:
+        return None
+    return parse_offset_log(data.decode("utf-8", errors="replace"))

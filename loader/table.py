@@ -175,12 +175,19 @@ class TableView:
         summary: Mapping[str, str] = {}
         if committed.snapshot_id is not None:
             summary = next(i.summary for i in infos if i.snapshot_id == committed.snapshot_id)
-        ts = summary.get(keys.MAX_TIMESTAMP_MS)
+        newest = [
+            int(ts)
+            for ts in (
+                summary.get(keys.MAX_TIMESTAMP_MS),
+                table.properties.get(keys.TABLE_MAX_TIMESTAMP_MS),
+            )
+            if ts and ts.lstrip("-").isdigit()
+        ]
         return TableState(
             schema=table.schema(),
             committed=committed,
             lease=lease_from_properties(table.properties),
-            max_timestamp_ms=int(ts) if ts and ts.lstrip("-").isdigit() else None,
+            max_timestamp_ms=max(newest, default=None),
             snapshot_id=current.snapshot_id if current is not None else None,
             dead_letter_positions=table.properties.get(keys.TABLE_DEAD_LETTER_OFFSETS),
         )

@@ -7,6 +7,7 @@ to compute consumer lag for metrics and ``icefloe load status``.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import time
@@ -16,7 +17,7 @@ from typing import Any
 from loader.config import KafkaConfig
 from loader.errors import KafkaUnavailable
 
-__all__ = ["EARLIEST", "KafkaMetadata", "starting_offsets_json"]
+__all__ = ["EARLIEST", "KafkaMetadata", "numbered_offsets", "starting_offsets_json"]
 
 log = logging.getLogger("icefloe.loader")
 
@@ -125,4 +126,27 @@ def starting_offsets_json(
     return {
         topic: {str(p): committed.get(topic, {}).get(p, EARLIEST) for p in parts}
         for topic, parts in partitions.items()
+    }
+
+
+def numbered_offsets(starting: str) -> dict[str, dict[int, int]]:
+    """The partitions of a Spark ``startingOffsets`` value that start at a number.
+
+    Args:
+        starting: ``earliest``, ``latest`` or ``{"topic": {"0": offset}}``, where an offset
+            of ``EARLIEST`` (-2) or ``LATEST`` (-1) names no number.
+
+    Returns:
+        topic -> partition -> offset, for those partitions only.
+    """
+    try:
+        doc = json.loads(starting)
+    except ValueError:
+        return {}
+    if not isinstance(doc, dict):
+        return {}
+    return {
+        str(topic): {int(p): int(o) for p, o in parts.items() if int(o) >= 0}
+        for topic, parts in doc.items()
+        if isinstance(parts, dict)
     }

@@ -404,8 +404,8 @@ def test_the_driver_jvm_runs_the_configured_collector(
 
 
 def test_a_batch_is_capped_unless_set(tmp_path: Path) -> None:
-    assert load(tmp_path).kafka.max_offsets_per_trigger == 200_000
-    assert load(tmp_path).kafka.spark_options()["maxOffsetsPerTrigger"] == "200000"
+    assert load(tmp_path).kafka.max_offsets_per_trigger == 500_000
+    assert load(tmp_path).kafka.spark_options()["maxOffsetsPerTrigger"] == "500000"
 
 
 def test_a_backlog_is_sliced_unless_turned_off(tmp_path: Path) -> None:

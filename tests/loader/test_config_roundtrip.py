@@ -310,7 +310,7 @@ def test_no_batch_limit_survives_the_file(tmp_path: Path) -> None:
             ["--kafka-max-offsets-per-trigger", "7"],
             7,
         ),
-        ({}, [], 200_000),
+        ({}, [], 500_000),
     ],
 )
 def test_no_limit_from_every_layer(
@@ -369,7 +369,7 @@ def test_one_value_is_parsed_as_the_file_would_be() -> None:
 
 def test_defaults_are_read_from_the_fields() -> None:
     assert settings.default(LoaderConfig, "trigger_interval") == 5.0
-    assert settings.default(LoaderConfig, "kafka.max_offsets_per_trigger") == 200_000
+    assert settings.default(LoaderConfig, "kafka.max_offsets_per_trigger") == 500_000
     with pytest.raises(KeyError):
         settings.default(LoaderConfig, "kafka.bootstrap")
     with pytest.raises(KeyError):
