@@ -59,6 +59,7 @@ from loader.errors import Fenced, LoaderError
 from loader.faultpoints import FaultPoints
 from loader.firstslice import plan_slice
 from loader.frames import warm_up
+from loader.jvmbridge import accumulator_server, hadoop_configuration, jvm
 from loader.leasekeeper import LeaseKeeper
 from loader.metrics import LoaderMetrics
 from loader.offsets import Offsets
@@ -340,9 +341,7 @@ class LoaderJob:
             if not any(isinstance(f, _NoPy4JTracesWhenStopping) for f in handler.filters):
                 handler.addFilter(_NoPy4JTracesWhenStopping())
         # pyspark's accumulator server prints the trace of a JVM that hung up straight to stderr.
-        server = (
-            getattr(self._spark.sparkContext, "_accumulatorServer", None) if self._spark else None
-        )
+        server = accumulator_server(self._spark) if self._spark else None
         if server is not None:
             server.handle_error = lambda *_: None
 
@@ -562,9 +561,8 @@ class LoaderJob:
             self.metrics.freshness.set(max(0.0, (now_ms() - state.max_timestamp_ms) / 1000))
 
     def _delete_checkpoint(self) -> None:
-        jvm: Any = self.spark.sparkContext._jvm
-        conf = self.spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
-        path = jvm.org.apache.hadoop.fs.Path(self.checkpoint)
+        conf = hadoop_configuration(self.spark)
+        path = jvm(self.spark).org.apache.hadoop.fs.Path(self.checkpoint)
         fs = path.getFileSystem(conf)
         if fs.exists(path):
             log.info("table offsets rule: deleting Spark checkpoint %s", self.checkpoint)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pyiceberg import types as it
 
 from loader.errors import ConfigError
+from loader.jvmbridge import java_session, jvm
 from loader.record import DecodeOptions
 
 if TYPE_CHECKING:
@@ -122,10 +123,10 @@ def check_available(spark: SparkSession) -> None:
     Raises:
         ConfigError: naming the jar and the setting that turns the JVM path off.
     """
-    jvm: Any = spark.sparkContext._jvm
-    loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+    java: Any = jvm(spark)
+    loader = java.java.lang.Thread.currentThread().getContextClassLoader()
     try:
-        jvm.java.lang.Class.forName(DECODER_CLASS, False, loader)
+        java.java.lang.Class.forName(DECODER_CLASS, False, loader)
     except Exception:
         raise ConfigError(
             f"the loader's JVM decoder ({DECODER_CLASS}) is not on Spark's classpath: add "
@@ -154,11 +155,10 @@ def plain_column(records: DataFrame, schema: Schema, options: DecodeOptions) -> 
 
     text = spec(schema, options)
     name = "icefloe_plain_" + hashlib.sha1(text.encode()).hexdigest()[:16]
-    session: Any = records.sparkSession._jsparkSession
+    session: Any = java_session(records.sparkSession)
     with _lock:
         if not session.catalog().functionExists(name):
-            jvm: Any = records.sparkSession.sparkContext._jvm
-            decoder = jvm.icefloe.loader.PlainDecoder(text)
+            decoder = jvm(records.sparkSession).icefloe.loader.PlainDecoder(text)
             returns = session.parseDataType(spark_schema(schema).json())
             session.udf().register(name, decoder, returns)
     return F.call_function(name, F.col("value"))

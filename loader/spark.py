@@ -28,6 +28,7 @@ from loader import keys
 from loader.classdata import ClassData
 from loader.config import DEFAULT_JIT, JVM_COLLECTORS, JVM_COMPILERS, CatalogConfig, LoaderConfig
 from loader.errors import ConfigError
+from loader.jvmbridge import hadoop_configuration, jvm
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -268,8 +269,7 @@ def quiet_query_failure(spark: SparkSession) -> None:
     Args:
         spark: the loader's session.
     """
-    jvm: Any = spark.sparkContext._jvm
-    log4j = jvm.org.apache.logging.log4j
+    log4j = jvm(spark).org.apache.logging.log4j
     log4j.core.config.Configurator.setLevel(STREAMING_LOGGER, log4j.Level.OFF)
 
 
@@ -314,10 +314,9 @@ def batch_end_offsets(
         read or is not in the expected form (the caller then learns the offsets from the
         records).
     """
-    jvm: Any = spark.sparkContext._jvm
-    conf = spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+    conf = hadoop_configuration(spark)
     try:
-        path = jvm.org.apache.hadoop.fs.Path(f"{checkpoint.rstrip('/')}/offsets/{batch_id}")
+        path = jvm(spark).org.apache.hadoop.fs.Path(f"{checkpoint.rstrip('/')}/offsets/{batch_id}")
         stream = path.getFileSystem(conf).open(path)
         try:
             data = bytes(stream.readAllBytes())

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from loader.jvmbridge import jvm
 from loader.offsets import Offsets
 from loader.sink import _keep_condition
 
@@ -65,7 +66,7 @@ def test_edges_of_a_committed_offset(spark: Any) -> None:
 
 def test_the_code_for_the_next_batch_is_not_compiled_again(spark: Any) -> None:
     """Batches differ only in their committed offsets: their code must be the same."""
-    metrics = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics
+    metrics = jvm(spark).org.apache.spark.metrics.source.CodegenMetrics
     frame = spark.range(0, 1000).selectExpr(
         "'a' AS topic", "CAST(id % 2 AS INT) AS partition", "id AS offset"
     )
