@@ -34,7 +34,7 @@ import time
 import uuid
 from typing import Any
 
-from harness.bench.ceiling import kafka_records
+from harness.bench.stages import kafka_records
 from harness.bench.freshness import latencies, publish_numbered, watch_sequence
 from harness.bench.stats import percentile
 from harness.bench.workload import create_topic, publish_alternating, reference_values
