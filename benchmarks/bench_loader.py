@@ -34,8 +34,8 @@ import time
 import uuid
 from typing import Any
 
-from harness.bench.stages import kafka_records
 from harness.bench.freshness import latencies, publish_numbered, watch_sequence
+from harness.bench.stages import kafka_records
 from harness.bench.stats import percentile
 from harness.bench.workload import create_topic, publish_alternating, reference_values
 from harness.loaders.config import stack_loader_config
