@@ -65,10 +65,6 @@ class Layout:
         return self.downloads / versions.IVY_JAR.filename
 
     @property
-    def ecj_jar(self) -> Path:
-        return self.downloads / ECJ.filename
-
-    @property
     def kafka_lib(self) -> Path:
         return self.cache / "kafka" / versions.KAFKA / "lib"
 

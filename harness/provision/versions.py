@@ -65,7 +65,6 @@ class MavenArtifact:
 
 TRINO_SERVER = MavenArtifact("io.trino", "trino-server-core", TRINO, ext="tar.gz")
 TRINO_ICEBERG_PLUGIN = MavenArtifact("io.trino", "trino-iceberg", TRINO, ext="zip")
-TRINO_CLI = MavenArtifact("io.trino", "trino-cli", TRINO, classifier="executable")
 IVY_JAR = MavenArtifact("org.apache.ivy", "ivy", IVY)
 REST_CATALOG_JAR = MavenArtifact("org.apache.iceberg", "iceberg-open-api", ICEBERG_REST_SERVER)
 
