@@ -280,6 +280,7 @@ def record_exit(history: Any, pid: int | None, code: int | None, expected: bool,
 
 
 EXIT_POLL_S = 0.2
+FAILED_POLL_S = 2.0
 SUPERVISOR_DELAY_S = 2.0
 
 
@@ -291,11 +292,19 @@ class ExitWatch:
     stopped or killed it) and, if not, the tail of its log; a supervised loader is started again
     ``SUPERVISOR_DELAY_S`` later, as systemd or Kubernetes would.
 
+    A loader whose process lives on after it has stopped loading for good (a Kafka Connect
+    worker whose tasks failed: "will not recover until manually restarted") is given
+    ``failed``: when it returns a message, that is the loader's exit (unexpected, the message
+    as its log tail) and its process is stopped, as an operator would, so a later start works.
+
     Args:
         process: Its ``harness.stack.process.ManagedProcess``.
         history: Where exits go.
         restart: Starts it again (without waiting).
         log_tail: The tail of its log.
+        failed: Why it stopped loading for good, or None while it has not (asked every
+            ``FAILED_POLL_S``).
+        stop: Stops its process (for ``failed``).
     """
 
     def __init__(
@@ -304,6 +313,8 @@ class ExitWatch:
         history: Any,
         restart: Callable[[], Any],
         log_tail: Callable[[int], str],
+        failed: Callable[[], str | None] | None = None,
+        stop: Callable[[], Any] | None = None,
     ) -> None:
         self.process = process
         self.history = history
@@ -311,6 +322,9 @@ class ExitWatch:
         self.expected = False
         self._restart = restart
         self._log_tail = log_tail
+        self._failed = failed
+        self._stop = stop
+        self._asked = 0.0
         self._seen: int | None = None
         self._thread: threading.Thread | None = None
         self._watching = False
@@ -336,14 +350,32 @@ class ExitWatch:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
+    def _failure(self) -> str | None:
+        """Why a running loader stopped loading for good (None: it has not, or not asked)."""
+        if self._failed is None or time.monotonic() - self._asked < FAILED_POLL_S:
+            return None
+        self._asked = time.monotonic()
+        return self._failed()
+
     def _watch(self) -> None:
         while self._watching:
+            failure = None
             with self._lock:
                 pid = self._seen
                 ended = pid is not None and not self.process.is_running()
                 expected = self.expected
-                if ended:
+                if pid is not None and not ended and not expected:
+                    failure = self._failure()
+                if ended or failure:
                     self._seen = None
+                if failure:
+                    self.expected = True  # its process is stopped below
+            if failure:
+                record_exit(self.history, pid, None, False, failure)
+                if self._stop is not None:
+                    self._stop()
+                self.history.record("loader", "info", "stopped_failed", pid=pid)
+                continue
             if ended:
                 code = self.process.returncode()
                 tail = "" if expected else self._log_tail(30)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.request
@@ -694,6 +695,10 @@ KIND_WORKER_SETTINGS = {
 """Worker properties a run's sink gets beyond ``KafkaConnectSettings``' own (and why above)."""
 
 
+_RECORD = re.compile(r"topic: ([^,\s]+), partition,? (\d+), offset: (\d+)")
+"""How Connect names the record a task failed at ("... topic: T, partition, 0, offset: 56")."""
+
+
 class KafkaConnectLoader:
     """The sink as a ``harness.loaders.base.Loader``: a :class:`KafkaConnectSink` whose own
     exits are watched (``ExitWatch``) and restarted when supervised.
@@ -708,10 +713,22 @@ class KafkaConnectLoader:
         self.state_dir = sink.state_dir
         self.hooks: dict[str, str] = {}
         self._watch = ExitWatch(
-            sink.process, sink.history, lambda: self.start(wait=False), sink.log_tail
-        )
+            sink.process, sink.history, lambda: self.start(wait=False), sink.log_tail,
+            failed=self._failed, stop=lambda: sink.process.stop(60.0),
+        )  # fmt: skip
         self._watch.restart_on_exit = restart_on_exit
         self._mark = 0
+
+    def _failed(self) -> str | None:
+        """Why the sink stopped loading for good: every task (or the connector) failed."""
+        health = self.sink.health()
+        tasks = list(health.tasks.values())
+        if health.connector == "FAILED" or (tasks and all(t == "FAILED" for t in tasks)):
+            text = "\n".join(trace[:1500] for trace in health.traces.values()) or "FAILED"
+            # The record it names, also as icefloe's loader names it (what the checks read).
+            named = [f"topic {t} partition {n} offset {o}" for t, n, o in _RECORD.findall(text)]
+            return "\n".join([text, *named[:1]])
+        return None
 
     @property
     def restart_on_exit(self) -> bool:

@@ -193,3 +193,33 @@ def test_the_soak_does_not_apply_to_a_loader_without_fault_points() -> None:
 
     with pytest.raises(NotApplicable, match="no fault_points: its loader lane"):
         soak(None, 1.0, loader=KafkaConnectKind())
+
+
+def test_a_loader_that_stopped_loading_for_good_has_exited_and_is_stopped(tmp_path: Path) -> None:
+    """A Kafka Connect worker whose tasks failed lives on: that is its exit (unexpected, naming
+    the record as icefloe's loader would), and the worker is stopped so a later start works."""
+    from harness.loaders import kafka_connect
+    from harness.loaders.base import ExitWatch
+    from harness.stack.process import ManagedProcess
+
+    process = ManagedProcess("worker", tmp_path)
+    process.start([sys.executable, "-c", "import time; time.sleep(60)"], {}, tmp_path)
+    history = History()
+    trace = (
+        "DataException: An error occurred converting record, topic: src, partition, 0, offset: 56"
+    )
+    sink = SimpleNamespace(
+        health=lambda: kafka_connect.ConnectorHealth(True, "RUNNING", {0: "FAILED"}, 1, {0: trace})
+    )
+    loader = SimpleNamespace(sink=sink)
+    why = kafka_connect.KafkaConnectLoader._failed(loader)  # type: ignore[arg-type]
+    assert why is not None and why.endswith("topic src partition 0 offset 56")
+    watch = ExitWatch(process, history, lambda: None, process.log_tail, lambda: why, process.kill)
+    watch.started()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and process.is_running():
+        time.sleep(0.1)
+    watch.close()
+    (exit_,) = select(history, "loader", "exit")
+    assert exit_.data["expected"] is False and "offset 56" in exit_.data["message"]
+    assert not process.is_running()
