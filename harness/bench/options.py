@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loader.config import DEFAULT_FIRST_SLICE_RECORDS, DEFAULT_JIT, JVM_COMPILERS
+from loader.config import (
+    DEFAULT_FIRST_SLICE_RECORDS,
+    DEFAULT_JIT,
+    DEFAULT_MAX_OFFSETS_PER_TRIGGER,
+    JVM_COMPILERS,
+)
 
 RAW = "raw"
 ENGINE = "engine"
@@ -47,7 +52,8 @@ class BenchOptions:
 
     Attributes:
         rows: reference rows in each backlog.
-        per_trigger: the loader's ``max_offsets_per_trigger`` on the backlog.
+        per_trigger: the loader's ``max_offsets_per_trigger`` on the backlog (the engine run's
+            too): the loader's default unless set.
         baseline_every_s: the baseline appends what it consumed this often.
         freshness_seconds: how long each freshness setting publishes.
         rates: freshness publish rates, messages per second.
@@ -63,7 +69,7 @@ class BenchOptions:
     """
 
     rows: int = DEFAULT_ROWS
-    per_trigger: int = 200_000
+    per_trigger: int = DEFAULT_MAX_OFFSETS_PER_TRIGGER
     baseline_every_s: float = 5.0
     freshness_seconds: float = 60.0
     rates: tuple[int, ...] = DEFAULT_RATES
