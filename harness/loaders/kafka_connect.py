@@ -49,7 +49,7 @@ from harness.scenarios.history import History
 from harness.stack import keys
 from harness.stack.ports import free_port
 from harness.stack.process import ManagedProcess
-from harness.stack.service import write_properties
+from harness.stack.service import console_log4j2, write_properties
 from loader import keys as loader_keys
 
 CONNECTOR_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
@@ -72,24 +72,15 @@ JVM_FLAGS = (
     "-XX:+ExplicitGCInvokesConcurrent",
     "-Djava.awt.headless=true",
 )
-_LOG4J2 = """status = warn
-appender.console.type = Console
-appender.console.name = STDOUT
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = info
-rootLogger.appenderRef.stdout.ref = STDOUT
-logger.clients.name = org.apache.kafka.clients
-logger.clients.level = warn
-logger.common.name = org.apache.kafka.common
-logger.common.level = warn
-logger.reflections.name = org.reflections
-logger.reflections.level = error
-logger.hadoop.name = org.apache.hadoop
-logger.hadoop.level = warn
-logger.rest.name = org.apache.kafka.connect.runtime.rest.RestServer
-logger.rest.level = warn
-"""
+_LOG4J2 = console_log4j2(
+    {
+        "clients": ("org.apache.kafka.clients", "warn"),
+        "common": ("org.apache.kafka.common", "warn"),
+        "reflections": ("org.reflections", "error"),
+        "hadoop": ("org.apache.hadoop", "warn"),
+        "rest": ("org.apache.kafka.connect.runtime.rest.RestServer", "warn"),
+    }
+)
 
 
 class SinkFailed(RuntimeError):

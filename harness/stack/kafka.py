@@ -12,22 +12,15 @@ from pathlib import Path
 
 from harness.stack import keys
 from harness.stack.readiness import Probe, Readiness
-from harness.stack.service import LocalService, write_properties
+from harness.stack.service import LocalService, console_log4j2, write_properties
 
-_LOG4J2 = """status = warn
-appender.console.type = Console
-appender.console.name = STDOUT
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = info
-rootLogger.appenderRef.stdout.ref = STDOUT
-logger.kafka.name = kafka
-logger.kafka.level = warn
-logger.controller.name = org.apache.kafka.controller
-logger.controller.level = warn
-logger.server.name = kafka.server.KafkaRaftServer
-logger.server.level = info
-"""
+_LOG4J2 = console_log4j2(
+    {
+        "kafka": ("kafka", "warn"),
+        "controller": ("org.apache.kafka.controller", "warn"),
+        "server": ("kafka.server.KafkaRaftServer", "info"),
+    }
+)
 
 
 JVM_FLAGS = ("-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20")

@@ -143,8 +143,27 @@ class LocalService(ABC):
         self.stop()
 
 
+def console_log4j2(loggers: dict[str, tuple[str, str]]) -> str:
+    """A Java service's ``log4j2.properties``: everything at info on the console, but ``loggers``.
+
+    Args:
+        loggers: a short id -> (logger name, its level).
+    """
+    lines = [
+        "status = warn",
+        "appender.console.type = Console",
+        "appender.console.name = STDOUT",
+        "appender.console.layout.type = PatternLayout",
+        "appender.console.layout.pattern = [%d] %p %m (%c)%n",
+        "rootLogger.level = info",
+        "rootLogger.appenderRef.stdout.ref = STDOUT",
+    ]
+    for key, (name, level) in loggers.items():
+        lines += [f"logger.{key}.name = {name}", f"logger.{key}.level = {level}"]
+    return "\n".join(lines) + "\n"
+
+
 def write_properties(path: Path, props: dict[str, object]) -> None:
     """Write a Java .properties file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-
