@@ -19,11 +19,17 @@ from typing import Any
 
 from harness.bench.report import KAFKA_CONNECT, PEER, Throughput
 from harness.bench.workload import data_files, watch_until_visible
+from harness.loaders.kafka_connect import (
+    DEFAULT_COMMIT_INTERVAL_MS,
+    DEFAULT_OFFSET_FLUSH_INTERVAL_MS,
+    KafkaConnectSettings,
+    KafkaConnectSink,
+)
 from harness.provision import versions
 
 TIMEOUT_S = 3600
 TASKS = 2
-COMMIT_INTERVAL_MS = 10_000
+"""One sink task per partition of the backlog's topic: as parallel as a sink task can be."""
 
 
 def sink_provisioned(stack: Any) -> bool:
@@ -42,14 +48,13 @@ def run_kafka_connect(stack: Any, folder: Path, table: str, topic: str, rows: in
     Raises:
         RuntimeError: the worker or a task stopped, or not every row was visible within an hour.
     """
-    from harness.loaders.kafka_connect import KafkaConnectSettings, KafkaConnectSink
-
     settings = KafkaConnectSettings(
         name=f"bench-{uuid.uuid4().hex[:6]}",
         table=table,
         topics=(topic,),
         tasks_max=TASKS,
-        commit_interval_ms=COMMIT_INTERVAL_MS,
+        commit_interval_ms=DEFAULT_COMMIT_INTERVAL_MS,
+        offset_flush_interval_ms=DEFAULT_OFFSET_FLUSH_INTERVAL_MS,
     )
     sink = KafkaConnectSink(settings, stack, folder)
     sink.prepare()  # jars, control topic, properties: before the clock starts
@@ -80,7 +85,8 @@ def run_kafka_connect(stack: Any, folder: Path, table: str, topic: str, rows: in
         seen.first_rows,
         detail=(
             f"standalone worker, tasks.max {TASKS}, commit interval "
-            f"{COMMIT_INTERVAL_MS / 1000:g} s, offset flush 1 s"
+            f"{DEFAULT_COMMIT_INTERVAL_MS / 1000:g} s, "
+            f"offset flush {DEFAULT_OFFSET_FLUSH_INTERVAL_MS / 1000:g} s"
         ),
         files=data_files(stack, table),
     )
