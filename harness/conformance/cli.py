@@ -17,6 +17,7 @@ import argparse
 import dataclasses
 import datetime as dt
 import json
+import re
 import subprocess
 import sys
 import time
@@ -28,6 +29,8 @@ from rich.markup import escape
 from harness.console import say
 
 DEFAULT_LOADERS = ("icefloe", "kafka-connect")
+_NAMED = re.compile(r"partition (\d+) offset (\d+)")
+"""How a loader's exit names the message it stopped at (icefloe's form; the sink's is read so)."""
 SEMANTICS = Path(__file__).resolve().parents[2] / "scenarios" / "semantics" / "hostile_inputs.toml"
 """The hostile-inputs scenario, run against every loader."""
 
@@ -100,7 +103,13 @@ def read_fates(run_dir: Path) -> list[Any]:
     for event in select(history, "sql", "hostile_rows", "ok")[-1:]:
         rows = list(event.data.get("values") or [])
     after = phases(run_dir).get("after", [])
-    return fates(ledger_entries(run_dir), counts, letters, rows, after)
+    stopped_at = None
+    for event in select(history, "loader", "exit"):
+        found = _NAMED.search(str(event.data.get("message", "")))
+        if not event.data.get("expected") and found:
+            stopped_at = (int(found.group(1)), int(found.group(2)))
+            break
+    return fates(ledger_entries(run_dir), counts, letters, rows, after, stopped_at)
 
 
 def merge(paths: list[Path], reports: Path) -> Path:

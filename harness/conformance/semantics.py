@@ -42,6 +42,7 @@ DEAD_LETTER = "dead letter"
 STOPPED = "stopped"
 DROPPED = "dropped"
 PASSED = "passed, not loaded"
+NOT_REACHED = "not reached"
 
 
 @dataclass(frozen=True)
@@ -55,10 +56,11 @@ class Fate:
         dead_lettered: Of them, in the dead-letter topic.
         outcome: ``dead letter``, ``loaded``, ``dropped`` (neither, and the loader went on),
             ``stopped`` (the loader stopped, and nothing of this kind or after it got anywhere:
-            it stopped at one of these kinds; the table and the dead-letter topic cannot tell
-            which, its log can), ``passed, not loaded`` (neither, though a later message got
-            somewhere: skipped, or in a batch never committed before the loader stopped), or
-            several joined by ``+``.
+            it stopped here when its exit named a message of this kind, else at one of these
+            kinds), ``not reached`` (after the message its exit named), ``passed, not loaded``
+            (neither, though a later message got somewhere, or before the message its exit named:
+            skipped, or in a batch never committed before it stopped), or several joined by
+            ``+``.
         stored: For loaded rows: the targeted column's value (or the whole row), per row.
     """
 
@@ -92,6 +94,7 @@ def fates(
     letters: Iterable[Mapping[str, str]],
     rows: Iterable[Sequence[Any]],
     after_ids: Iterable[str],
+    stopped_at: tuple[int, int] | None = None,
 ) -> list[Fate]:
     """Each malformation kind's fate, in the order the kinds were published.
 
@@ -101,6 +104,8 @@ def fates(
         letters: Each dead letter's headers (icefloe's names).
         rows: The ``hostile_rows`` read (``COLUMNS``).
         after_ids: Event ids of the valid rows published after every hostile one.
+        stopped_at: The (partition, offset) the loader named when it stopped, if it did: its
+            kind is where it stopped, the kinds after it were *not reached*.
 
     Returns:
         One fate per kind.
@@ -126,6 +131,13 @@ def fates(
         or any((str(e.partition), str(e.offset)) in lettered for e in sent)
     ]
     last = reached[-1] if reached else -1
+    named = [
+        i
+        for i, sent in enumerate(kinds.values())
+        if stopped_at is not None and any((e.partition, e.offset) == stopped_at for e in sent)
+    ]
+    if stopped and named and named[0] > last:
+        last = named[0] - 1  # the loader said where: passed up to there, not reached after
     out: list[Fate] = []
     for i, (kind, sent) in enumerate(kinds.items()):
         loaded = [e for e in sent if table_counts.get(e.event_id)]
@@ -138,8 +150,10 @@ def fates(
         if len(loaded) + len(dead) < len(sent):
             if not stopped:
                 parts.append(DROPPED)
-            elif i < last:
+            elif i < last or (named and i < named[0]):
                 parts.append(PASSED)  # a later message got somewhere: this one was passed
+            elif named and i > named[0]:
+                parts.append(NOT_REACHED)
             else:
                 parts.append(STOPPED)
         stored = tuple(_stored(kind, by_id[e.event_id]) for e in loaded if e.event_id in by_id)

@@ -100,6 +100,14 @@ def test_each_kind_is_dead_lettered_coerced_dropped_or_where_the_loader_stopped(
     }
     assert passed["bad_timestamp"].outcome == semantics.PASSED
     assert passed["invalid_utf8"].outcome == semantics.DEAD_LETTER
+    # The loader named where it stopped: passed up to there, not reached after it.
+    named = {
+        f.kind: f for f in semantics.fates(ledger, counts, [_letter(1)], [row], ["id6"], (0, 5))
+    }
+    assert named["bad_timestamp"].outcome == semantics.PASSED
+    assert named["oversized"].outcome == semantics.STOPPED
+    at_four = semantics.fates(ledger, counts, [_letter(1)], [row], ["id6"], (0, 4))
+    assert [f.outcome for f in at_four][-2:] == [semantics.STOPPED, semantics.NOT_REACHED]
     counts["id6"] = 1  # it went on: what went nowhere was dropped
     again = {f.kind: f for f in semantics.fates(ledger, counts, [_letter(1)], [row], ["id6"])}
     assert again["bad_timestamp"].outcome == again["oversized"].outcome == semantics.DROPPED
