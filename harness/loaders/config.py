@@ -54,7 +54,7 @@ def provisioned_spark(cache: Path, spark: SparkConfig | None = None) -> SparkCon
                 "run `icefloe provision`"
             )
         jars += (str(layout.loader_jar),)
-    java_home = spark.java_home or str(jdk.choose("spark", cache).home)
+    java_home = spark.java_home or str(jdk.spark_java_home(cache))
     class_data = spark.class_data or str(Layout(cache).loader_class_data(java_home, jars))
     return dataclasses.replace(spark, jars=jars, java_home=java_home, class_data=class_data)
 

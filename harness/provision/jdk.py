@@ -143,3 +143,56 @@ def choose(service: str, cache: Path, *, install: bool = False) -> Jdk:
     if installed is None:
         raise NoJdk(f"no Java {low}-{high} for {service}: run `icefloe provision`")
     return installed
+
+
+VECTOR_MODULE_OPTION = "--add-modules=jdk.incubator.vector"
+"""What Spark 4.1's launcher passes every JVM it starts (``JavaModuleOptions``), whether or not
+the runtime has the module: a runtime without it (PyPI's jlinked ones) refuses to start."""
+
+_LAUNCHER = """#!/bin/sh
+# Spark's launcher asks every JVM for jdk.incubator.vector; this runtime has no such module,
+# so the option is left out and the rest handed to the runtime's own java.
+n=$#
+i=0
+while [ "$i" -lt "$n" ]; do
+  a=$1
+  shift
+  i=$((i + 1))
+  [ "$a" = "{option}" ] || set -- "$@" "$a"
+done
+exec "{java}" "$@"
+"""
+
+
+def spark_java_home(cache: Path) -> Path:
+    """The Java home to give Spark: the chosen JDK's own, or one Spark's launcher can start.
+
+    Spark 4.1's launcher passes ``--add-modules=jdk.incubator.vector`` to every JVM it starts,
+    and a runtime without that module (PyPI's jlinked JDKs: a fresh machine's only Java) stops
+    at once. For such a runtime this makes, once, a Java home beside it in the cache whose
+    files are the runtime's (links) but for ``bin/java``, a script that leaves that one option
+    out. Spark's own code runs without the module (it is used only when present).
+
+    Raises:
+        NoJdk: no Java fits Spark (run `icefloe provision`).
+    """
+    jdk = choose("spark", cache)
+    if jdk.has_vector_module:
+        return jdk.home
+    home = jdk.home.parent / f"{jdk.home.name}-for-spark"
+    launcher = home / "bin" / "java"
+    script = _LAUNCHER.replace("{option}", VECTOR_MODULE_OPTION).replace("{java}", str(jdk.java))
+    if launcher.is_file() and launcher.read_text() == script:
+        return home
+    (home / "bin").mkdir(parents=True, exist_ok=True)
+    for entry in jdk.home.iterdir():
+        if entry.name != "bin" and not (home / entry.name).exists():
+            (home / entry.name).symlink_to(entry)
+    for tool in (jdk.home / "bin").iterdir():
+        if tool.name != "java" and not (home / "bin" / tool.name).exists():
+            (home / "bin" / tool.name).symlink_to(tool)
+    partial = launcher.with_suffix(".partial")
+    partial.write_text(script)
+    partial.chmod(0o755)
+    partial.replace(launcher)
+    return home
