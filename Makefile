@@ -92,7 +92,7 @@ format: venv ## format the code
 	$(BIN)/ruff check --fix .
 
 BENCH_ARGS ?=
-bench: up ## icefloe bench: the loader beside its ceiling and a baseline (BENCH_ARGS="--rows 200000")
+bench: up ## icefloe bench: the loader beside two bounds, baselines and the Kafka Connect sink (BENCH_ARGS="--rows 200000")
 	$(BIN)/icefloe bench $(BENCH_ARGS)
 
 clean: down ## stop the stack, remove the venv and the run directory (keeps the cache)
