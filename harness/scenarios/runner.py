@@ -18,7 +18,7 @@ import datetime as dt
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,10 +51,45 @@ __all__ = [
     "RunResult",
     "judge",
     "mutate",
+    "read_for_checks",
     "record_checks",
     "run_scenario",
     "saved_run",
 ]
+
+
+def read_for_checks(run: Any, checks: Sequence[Any]) -> None:
+    """The final reads some checks need beyond ``Run.read_back``: storage, columns, values.
+
+    Args:
+        run: the run (a ``harness.scenarios.engine.Run``), its table caught up.
+        checks: the checks to judge (each with ``check`` and ``params``).
+    """
+    storage_checks = [c.check for c in checks if c.check in storage.CHECKS]
+    if storage_checks:
+        storage.read_storage(run.client, run.table, storage_checks)
+    columns = run.client.columns(run.table)
+    for check in checks:
+        if check.check == "column_values":
+            col = check.params["column"]
+            rows = run.sql(
+                f"column:{col}",
+                f"SELECT event_id, {quote(col)} FROM {{table}}",
+                attempts=30,
+                record_rows=False,
+            )
+            run.client.record_read(f"column:{col}", {str(i): v for i, v in rows})
+        elif check.check in ("values", "values_match_ledger"):
+            read, named = (
+                ("rows", check.params.get("columns") or REFERENCE_VALUE_COLUMNS)
+                if check.check == "values"
+                else ("row_values", check.params.get("columns") or value_columns(columns))
+            )
+            cols = [c for c in named if c in columns]
+            statement = f"SELECT event_id, {', '.join(quote(c) for c in cols)} FROM {{table}}"
+            rows = run.sql(read, statement, attempts=30, record_rows=False)
+            values = {str(r[0]): dict(zip(cols, r[1:], strict=True)) for r in rows}
+            run.client.record_read(read, values)
 
 
 @dataclass
@@ -259,31 +294,7 @@ class _ScenarioRun:
             monitor.check_now()  # a last live round once the table has caught up
             monitor.stop()
         run.read_back()
-        storage_checks = [c.check for c in self.scenario.checks if c.check in storage.CHECKS]
-        if storage_checks:
-            storage.read_storage(run.client, run.table, storage_checks)
-        columns = run.client.columns(run.table)
-        for check in self.scenario.checks:
-            if check.check == "column_values":
-                col = check.params["column"]
-                rows = run.sql(
-                    f"column:{col}",
-                    f"SELECT event_id, {quote(col)} FROM {{table}}",
-                    attempts=30,
-                    record_rows=False,
-                )
-                run.client.record_read(f"column:{col}", {str(i): v for i, v in rows})
-            elif check.check in ("values", "values_match_ledger"):
-                read, named = (
-                    ("rows", check.params.get("columns") or REFERENCE_VALUE_COLUMNS)
-                    if check.check == "values"
-                    else ("row_values", check.params.get("columns") or value_columns(columns))
-                )
-                cols = [c for c in named if c in columns]
-                statement = f"SELECT event_id, {', '.join(quote(c) for c in cols)} FROM {{table}}"
-                rows = run.sql(read, statement, attempts=30, record_rows=False)
-                values = {str(r[0]): dict(zip(cols, r[1:], strict=True)) for r in rows}
-                run.client.record_read(read, values)
+        read_for_checks(run, self.scenario.checks)
 
     def execute(self) -> RunResult:
         began = time.monotonic()

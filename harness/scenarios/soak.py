@@ -55,7 +55,7 @@ from harness.scenarios.model import parse
 from harness.scenarios.pacing import LoaderPacer
 from harness.scenarios.params import parse_params
 from harness.scenarios.player import Monitor, SchedulePlayer
-from harness.scenarios.runner import judge, record_checks
+from harness.scenarios.runner import judge, read_for_checks, record_checks
 from harness.scenarios.schedule import Schedule
 from harness.scenarios.steps import perform
 from harness.scenarios.traffic import Workload
@@ -208,8 +208,9 @@ class _Soak:
             _catch_up(run)
             run.await_loaded(self.profile.await_timeout_s, progress_s=CATCH_UP_PROGRESS_S)
         self.monitor.check_now()
-        run.read_back()
         scenario = parse(scenario_doc(schedule, self.profile, self.world, name="soak"), name="soak")
+        run.read_back()
+        read_for_checks(run, scenario.checks)
         self.checks = judge(scenario, run.history, run.run_dir)
         for result in self.checks:
             record_checks(
