@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.bench.report import LOADER, Throughput
 from harness.bench.workload import Visibility, data_files, watch_until_visible
+from harness.history import History
 from harness.loaders.cluster import (
     Daemon,
     python_children,
@@ -29,7 +30,6 @@ from harness.loaders.cluster import (
 )
 from harness.loaders.config import secret_key_file, stack_loader_config
 from harness.loaders.process import LoaderProcess, LoaderSettings
-from harness.scenarios.history import History
 from loader.secret import Secret
 
 TIMEOUT_S = 3600

@@ -87,7 +87,7 @@ def read_fates(run_dir: Path) -> list[Any]:
     """What a loader did with each hostile input, from the folder of a run of the semantics
     scenario (its history and ledgers: no service is asked)."""
     from harness.conformance.semantics import fates
-    from harness.scenarios.history import History, select
+    from harness.history import History, select
     from harness.scenarios.observe import ledger_entries, phases
 
     history = History.read(run_dir / "history.jsonl").events

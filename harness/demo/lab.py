@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from harness import maintenance, verify
+from harness.history import History
 from harness.loaders.background import scrape_metrics
 from harness.loaders.process import LoaderProcess, LoaderSettings
-from harness.scenarios.history import History
 from harness.stack.ports import free_port
 from harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
 from loader.deadletter import DEAD_LETTER_MAX_BYTES

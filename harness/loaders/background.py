@@ -14,8 +14,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from harness.history import History
 from harness.loaders.process import LoaderProcess, LoaderSettings
-from harness.scenarios.history import History
 
 DEFAULT_NAME = "loader"
 _SETTINGS_FILE = "settings.json"

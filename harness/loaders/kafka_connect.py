@@ -42,10 +42,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.history import History
 from harness.loaders.base import Capability, ExitWatch, Health, log_since, log_size
 from harness.provision import kafka_connect as provisioning
 from harness.provision.layout import Layout
-from harness.scenarios.history import History
 from harness.stack import keys
 from harness.stack.ports import free_port
 from harness.stack.process import ManagedProcess

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.history import History
 from harness.loaders.base import Health, TestHooks, log_since, log_size, record_exit
 from harness.loaders.config import stack_loader_config
-from harness.scenarios.history import History
 from harness.stack.process import ManagedProcess
 from loader import settings as loader_settings
 from loader.cli import EXIT_NOT_OWNER

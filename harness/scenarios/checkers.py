@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.bench.stats import percentile  # the one nearest-rank percentile
+from harness.history import Event, History, select
 from harness.scenarios.compare import (
     DeadLetterVerdict,
     compare_dead_letters,
@@ -48,7 +49,6 @@ from harness.scenarios.compare import (
     letter_source,
     rows_against_ledger,
 )
-from harness.scenarios.history import Event, History, select
 from loader import keys
 from publisher.ledger import LedgerEntry
 from publisher.malformations import MALFORMATIONS

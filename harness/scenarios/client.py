@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.scenarios.history import History
+from harness.history import History
 
 __all__ = ["RecordingClient", "metadata_table"]
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.history import Event
 from harness.scenarios import report
 from harness.scenarios.generate import Profile, WorldOptions, scenario_doc, schedules
-from harness.scenarios.history import Event
 from harness.scenarios.model import parse
 from harness.scenarios.runner import RunOptions, RunResult, run_scenario
 from harness.scenarios.schedule import Schedule

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.history import Event, History, select
 from harness.scenarios.checkers import (
     UNKNOWN,
     CheckResult,
@@ -39,7 +40,6 @@ from harness.scenarios.checkers import (
     letter_anomalies,
 )
 from harness.scenarios.compare import compare_dead_letters, coordinates, letter_source
-from harness.scenarios.history import Event, History, select
 from harness.scenarios.observe import dead_letters, read_errors, removed_by_retention
 from harness.scenarios.schemahistory import SchemaChange, names_over_time, states_of
 from publisher.ledger import LedgerEntry

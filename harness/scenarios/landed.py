@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.scenarios.history import History, select
+from harness.history import History, select
 from loader.faultpoints import POINTS
 
 __all__ = ["BANDS", "FaultCounts", "band", "fault_counts"]

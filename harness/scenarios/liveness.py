@@ -29,8 +29,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.history import Event, History, select
 from harness.scenarios.checkers import UNKNOWN, CheckResult, Found, Observed, checker, percentile
-from harness.scenarios.history import Event, History, select
 from publisher.ledger import LedgerEntry
 
 __all__ = [

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.history import History
 from harness.loaders.base import Capability, Loader, LoaderKind, LoaderTarget, TestHooks
 from harness.loaders.icefloe import IcefloeKind
-from harness.scenarios.history import History
 from harness.scenarios.world import Names
 from loader import settings as loader_settings
 from loader.config import LoaderConfig

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.history import Event, History, select
 from harness.scenarios.checkers import DeadLetter, Observed
-from harness.scenarios.history import Event, History, select
 from harness.scenarios.params import parse_params
 from harness.scenarios.schemahistory import schema_changes
 from publisher.ledger import Ledger, LedgerEntry

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from harness.history import select
 from harness.scenarios.checkers import fault_windows
-from harness.scenarios.history import select
 from harness.scenarios.model import SCENARIO_DIR
 from harness.scenarios.observe import ledger_entries, read_errors
 from harness.scenarios.runner import RunResult

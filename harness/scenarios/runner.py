@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.history import Event, History
 from harness.scenarios import storage
 from harness.scenarios.checkers import (
     INVALID,
@@ -33,7 +34,6 @@ from harness.scenarios.checkers import (
     summarize,
 )
 from harness.scenarios.engine import Run, RunSetup
-from harness.scenarios.history import Event, History
 from harness.scenarios.model import Scenario, parse
 from harness.scenarios.observe import (
     REFERENCE_VALUE_COLUMNS,

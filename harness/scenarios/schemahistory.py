@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from harness.scenarios.history import Event, select
+from harness.history import Event, select
 
 __all__ = ["SchemaChange", "names_over_time", "schema_changes", "states_of"]
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.history import Event, select
 from harness.loaders.base import Capability
 from harness.loaders.capabilities import not_applicable
 from harness.scenarios.checkers import CheckResult, fault_windows
@@ -48,7 +49,6 @@ from harness.scenarios.generate import (
     scenario_doc,
     schedules,
 )
-from harness.scenarios.history import Event, select
 from harness.scenarios.landed import FaultCounts, fault_counts
 from harness.scenarios.loaders import LoaderOptions
 from harness.scenarios.model import parse

@@ -18,7 +18,7 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-from harness.scenarios.history import History
+from harness.history import History
 from harness.scenarios.landed import BANDS, FaultCounts
 from harness.scenarios.observe import ledger_entries, read_errors
 from harness.scenarios.soak import SoakResult

@@ -29,9 +29,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.history import History, select
 from harness.scenarios.checkers import UNKNOWN, CheckResult, Found, Observed, checker
 from harness.scenarios.client import RecordingClient, metadata_table
-from harness.scenarios.history import History, select
 from loader import keys
 from publisher.ledger import LedgerEntry
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.history import History, select
 from harness.scenarios.checkers import fault_windows
-from harness.scenarios.history import History, select
 from harness.scenarios.observe import ids_timeline
 from publisher.ledger import LedgerEntry
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.scenarios.history import History
+from harness.history import History
 from harness.scenarios.params import as_dict
 from publisher.ledger import Ledger, LedgerEntry
 from publisher.messages import event_id_prefix

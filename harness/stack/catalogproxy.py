@@ -414,7 +414,7 @@ class CatalogProxy:
         upstream: The catalog's base URL (``http://127.0.0.1:8181``).
         host: Where to listen (loopback).
         port: Port to listen on (0: any free one; :attr:`port` tells which after start).
-        history: A ``harness.scenarios.history.History`` to record firings in (or None).
+        history: A ``harness.history.History`` to record firings in (or None).
         seed: Seed of the random source that decides probabilistic firings.
     """
 

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness.history import History, select
 from harness.scenarios.engine import Run
-from harness.scenarios.history import History, select
 
 
 class Growing:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from harness.history import History
 from harness.scenarios.catalogfaults import check_catalog_faults_landed, landed_counts
 from harness.scenarios.checkers import UNKNOWN, VALID, Observed
-from harness.scenarios.history import History
 from harness.stack.catalogproxy import EVENT_NAME
 
 

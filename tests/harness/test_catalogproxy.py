@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from harness.scenarios.history import History, select
+from harness.history import History, select
 from harness.stack.catalogproxy import COMMIT_PATH, EVENT_NAME, CatalogProxy, Rule
 
 COMMIT = "/v1/namespaces/ns/tables/t"

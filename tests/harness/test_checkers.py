@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from harness.history import History
 from harness.scenarios.checkers import (
     INVALID,
     UNKNOWN,
@@ -17,7 +18,6 @@ from harness.scenarios.checkers import (
     run_check,
     summarize,
 )
-from harness.scenarios.history import History
 from loader import keys
 from publisher.ledger import LedgerEntry
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from harness.history import History, select
 from harness.loaders import process as loader_process
 from harness.loaders.process import LoaderProcess, LoaderSettings, _Start, armed_fault
-from harness.scenarios.history import History, select
 from loader.faultpoints import KILL_AT_ENV, PAUSE_AT_ENV, TRACE_ENV
 
 # A stand-in for a loader's first batch: it passes the points named in argv, then exits 0.

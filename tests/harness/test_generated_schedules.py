@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
+from harness.history import History
 from harness.scenarios.faults import FAULTS, build_fault
 from harness.scenarios.faults.loader import KillLoader, KillLoaderParams
 from harness.scenarios.generate import PROFILES, scenario_doc, schedules
-from harness.scenarios.history import History
 from harness.scenarios.model import parse
 from harness.scenarios.params import ParamError, as_dict, parse_params
 from harness.scenarios.player import SchedulePlayer

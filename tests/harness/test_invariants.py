@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.history import History
 from harness.scenarios.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from harness.scenarios.history import History
 from harness.scenarios.invariants import LedgerIndex, LiveJudge
 from harness.scenarios.observe import dead_letters, first_seen, ids_timeline, removed_by_retention
 from publisher.ledger import LedgerEntry

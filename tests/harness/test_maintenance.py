@@ -98,8 +98,8 @@ def test_a_retention_delete_that_landed_while_trino_was_lost_still_says_what_it_
     import random
     from types import SimpleNamespace
 
+    from harness.history import History
     from harness.scenarios.faults import maintenance as faults
-    from harness.scenarios.history import History
 
     monkeypatch.setattr(faults.time, "sleep", lambda s: None)
     client = _LostTrino()

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from harness import maintenance, verify
+from harness.history import History
 from harness.loaders.process import LoaderProcess, LoaderSettings
-from harness.scenarios.history import History
 from harness.stack.tables import EVENT_ID_COLUMN
 from publisher.clock import ClockConfig
 from publisher.messages import GenerationConfig

@@ -9,10 +9,10 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 
+from harness.history import History, select
 from harness.scenarios.faults import FAULTS, build_fault
 from harness.scenarios.faults.loader import KillLoaderParams, ZombieLoader, ZombieParams
 from harness.scenarios.generate import PROFILES, ZOMBIE_POINTS, schedules
-from harness.scenarios.history import History, select
 from harness.scenarios.pacing import LoaderPacer, Pace, committed_batches
 from harness.scenarios.params import parse_params
 from harness.scenarios.player import SchedulePlayer

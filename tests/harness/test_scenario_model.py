@@ -8,12 +8,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness.history import History, select
 from harness.loaders.process import LoaderProcess, LoaderSettings
 from harness.provision import jdk, versions
 from harness.provision.layout import Layout
 from harness.scenarios import report
 from harness.scenarios.checkers import CHECKERS, CheckResult
-from harness.scenarios.history import History, select
 from harness.scenarios.model import PROFILES, ScenarioError, discover, find, load, parse
 from harness.scenarios.runner import RunResult
 from loader.config import load_config

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.history import History
 from harness.scenarios import invariants  # noqa: F401  (registers values_match_ledger)
 from harness.scenarios.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from harness.scenarios.history import History
 from harness.scenarios.schemahistory import (
     SchemaChange,
     names_over_time,

@@ -7,7 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from harness.scenarios.history import History
+from harness.history import History
 from harness.scenarios.landed import fault_counts
 from harness.scenarios.soak import SoakResult, _tally
 from harness.scenarios.soakreport import summary

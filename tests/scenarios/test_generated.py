@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
+from harness.history import select
 from harness.scenarios import report
 from harness.scenarios.explore import explore
 from harness.scenarios.generate import PROFILES
-from harness.scenarios.history import select
 
 pytestmark = pytest.mark.scenario
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.scenarios.history import select
+from harness.history import select
 from harness.scenarios.loaders import LoaderOptions
 from harness.scenarios.params import ParamError, parse_params
 from harness.scenarios.steps import ParseContext, step

@@ -11,13 +11,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from harness.history import History, select
 from harness.loaders import command
 from harness.loaders.base import Capability, Loader, LoaderTarget
 from harness.loaders.capabilities import needs, not_applicable
 from harness.loaders.kafka_connect import KafkaConnectKind
 from harness.loaders.kinds import resolve
 from harness.scenarios import model
-from harness.scenarios.history import History, select
 
 
 def _stack(tmp_path: Path) -> SimpleNamespace:
