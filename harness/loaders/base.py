@@ -270,6 +270,38 @@ def log_since(path: Path, mark: int) -> str:
         return ""
 
 
+class OneProcessLoader:
+    """What a loader kind run as one process with one log, and with no fault points or fencing,
+    shares: its log read from a mark, an empty trace, and retirement by thaw and kill."""
+
+    restart_on_exit: bool
+
+    def _log_file(self) -> Path:
+        raise NotImplementedError
+
+    def thaw(self) -> None:
+        raise NotImplementedError
+
+    def kill(self) -> int | None:
+        raise NotImplementedError
+
+    def last_trace(self) -> list[dict[str, Any]]:
+        return []
+
+    def log_size(self) -> int:
+        return log_size(self._log_file())
+
+    def log_since(self, mark: int) -> str:
+        return log_since(self._log_file(), mark)
+
+    def retire(self, timeout_s: float = 180.0, holds_table: Any = None) -> int | None:
+        """Thaw a replaced loader and kill it (it has no fencing to step down by)."""
+        self.restart_on_exit = False
+        self.thaw()
+        self.kill()
+        return None
+
+
 def record_exit(history: Any, pid: int | None, code: int | None, expected: bool, tail: str) -> None:
     """Record a loader's exit: a ``loader``/``exit`` event with its code, whether the harness
     caused it and, if not, the tail of its log (what the checks of exits read)."""

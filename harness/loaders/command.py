@@ -48,8 +48,7 @@ from harness.loaders.base import (
     ExitWatch,
     Health,
     LoaderTarget,
-    log_since,
-    log_size,
+    OneProcessLoader,
 )
 from harness.stack import keys
 from harness.stack.process import ManagedProcess
@@ -234,7 +233,7 @@ def values(target: LoaderTarget, stack: Any, config_file: Path) -> dict[str, str
     }
 
 
-class CommandLoader:
+class CommandLoader(OneProcessLoader):
     """One command loader for one target: a ``harness.loaders.base.Loader``.
 
     Args:
@@ -419,24 +418,11 @@ class CommandLoader:
     def uptime_s(self) -> float:
         return time.monotonic() - self._began
 
-    def last_trace(self) -> list[dict[str, Any]]:
-        return []
-
-    def log_size(self) -> int:
-        return log_size(self.process.log_file)
-
-    def log_since(self, mark: int) -> str:
-        return log_since(self.process.log_file, mark)
+    def _log_file(self) -> Path:
+        return self.process.log_file
 
     def log_tail(self, lines: int = 40) -> str:
         return self.process.log_tail(lines)
-
-    def retire(self, timeout_s: float = 180.0, holds_table: Any = None) -> int | None:
-        """Thaw a replaced loader and kill it (no fencing declared to step down by)."""
-        self.restart_on_exit = False
-        self.thaw()
-        self.kill()
-        return None
 
     def close(self) -> None:
         self._watch.close()

@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.history import History
-from harness.loaders.base import Capability, ExitWatch, Health, log_since, log_size
+from harness.loaders.base import Capability, ExitWatch, Health, OneProcessLoader
 from harness.provision import kafka_connect as provisioning
 from harness.provision.layout import Layout
 from harness.stack import keys
@@ -690,7 +690,7 @@ _RECORD = re.compile(r"topic: ([^,\s]+), partition,? (\d+), offset: (\d+)")
 """How Connect names the record a task failed at ("... topic: T, partition, 0, offset: 56")."""
 
 
-class KafkaConnectLoader:
+class KafkaConnectLoader(OneProcessLoader):
     """The sink as a ``harness.loaders.base.Loader``: a :class:`KafkaConnectSink` whose own
     exits are watched (``ExitWatch``) and restarted when supervised.
 
@@ -829,24 +829,11 @@ class KafkaConnectLoader:
     def has_started(self) -> bool:
         return bool(self.sink.health().healthy)
 
-    def last_trace(self) -> list[dict[str, Any]]:
-        return []
-
-    def log_size(self) -> int:
-        return log_size(self.sink.log_file)
-
-    def log_since(self, mark: int) -> str:
-        return log_since(self.sink.log_file, mark)
+    def _log_file(self) -> Path:
+        return self.sink.log_file
 
     def log_tail(self, lines: int = 40) -> str:
         return self.sink.log_tail(lines)
-
-    def retire(self, timeout_s: float = 180.0, holds_table: Any = None) -> int | None:
-        """Thaw a replaced worker and stop it (the sink has no fencing to step down by)."""
-        self.restart_on_exit = False
-        self.thaw()
-        self.kill()
-        return None
 
     def close(self) -> None:
         self._watch.close()
