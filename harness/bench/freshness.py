@@ -23,7 +23,7 @@ from typing import Any
 
 from harness.bench.loaders import local_loader
 from harness.bench.report import Freshness
-from harness.bench.stats import per_hour, percentile
+from harness.bench.stats import per_hour
 from harness.bench.workload import (
     BenchSchema,
     create_topic,
@@ -32,6 +32,7 @@ from harness.bench.workload import (
     reference_values,
     visible,
 )
+from harness.scenarios.checkers import percentile
 
 POLL_S = 0.1
 # How long after the last publish the bench keeps waiting for the last messages.

@@ -39,7 +39,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.bench.stats import percentile  # the one nearest-rank percentile
 from harness.history import Event, History, select
 from harness.scenarios.compare import (
     DeadLetterVerdict,
@@ -55,6 +54,23 @@ from publisher.malformations import MALFORMATIONS
 
 VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
 _EXAMPLES = 5
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of ``values`` by nearest rank.
+
+    Nearest rank keeps a p99 an observed latency (no interpolation between two messages).
+
+    Raises:
+        ValueError: no values, or ``q`` outside 0-100.
+    """
+    if not values:
+        raise ValueError("no values")
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile outside 0-100: {q}")
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
 
 
 @dataclass(frozen=True)

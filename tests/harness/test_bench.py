@@ -23,7 +23,8 @@ from harness.bench.report import (
     Throughput,
     median_run,
 )
-from harness.bench.stats import median_low, per_hour, percentile, rate, ratio
+from harness.bench.stats import median_low, per_hour, rate, ratio
+from harness.scenarios.checkers import percentile
 
 
 def test_percentile_is_an_observed_value_by_nearest_rank() -> None:
