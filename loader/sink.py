@@ -311,6 +311,7 @@ class BatchSink:
             self._dead_letter(side.rejects)
             self.faults.reached("dead_lettered", self.commits)
             rows = side.count - len(side.rejects)
+            newest = _newest(state.max_timestamp_ms, side.max_timestamp_ms)
             props = summary_properties(
                 self.config.loader_id,
                 self.instance,
@@ -319,18 +320,13 @@ class BatchSink:
                 records=rows,
                 dead_lettered=len(side.rejects),
                 query_id=self.query_id,
-                max_timestamp_ms=_newest(state.max_timestamp_ms, side.max_timestamp_ms),
+                max_timestamp_ms=newest,
             )
-            newest = _newest(state.max_timestamp_ms, side.max_timestamp_ms)
             write_started = time.monotonic()
             self._write(batch.rows(), props, state, batch_id, attempt, lambda: _newest_prop(newest))
         finally:
             batch.release()
-        self._last_offsets = plan.next_offsets
-        self._forget_committed(plan.next_offsets)
-        self.commits += 1
-        self.renewed_ms = now_ms()
-        self.metrics.rows_written.inc(rows)
+        self._committed_batch(plan.next_offsets, rows)
         log.info(
             "batch %s: committed %s rows, %s dead letters "
             "(table state %.2f s, decode %.2f s, write and publish %.2f s, total %.2f s)",
@@ -465,11 +461,7 @@ class BatchSink:
             )
             return False
         rows = counted[0].records
-        self._last_offsets = plan.next_offsets
-        self._forget_committed(plan.next_offsets)
-        self.commits += 1
-        self.renewed_ms = now_ms()
-        self.metrics.rows_written.inc(rows)
+        self._committed_batch(plan.next_offsets, rows)
         log.info(
             "batch %s: committed %s rows, 0 dead letters in one pass "
             "(table state %.2f s, decode, write and publish %.2f s, total %.2f s)",
@@ -481,6 +473,14 @@ class BatchSink:
         )
         self.faults.committed(self.commits)
         return True
+
+    def _committed_batch(self, next_offsets: Offsets, rows: int) -> None:
+        """What a committed batch leaves behind, whichever way it was written."""
+        self._last_offsets = next_offsets
+        self._forget_committed(next_offsets)
+        self.commits += 1
+        self.renewed_ms = now_ms()
+        self.metrics.rows_written.inc(rows)
 
     def _batch_bounds(self, batch_id: int) -> tuple[Offsets, Offsets] | None:
         """Where micro-batch ``batch_id`` starts and ends (None: unknown), from the query's
