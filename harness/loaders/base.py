@@ -272,9 +272,18 @@ def log_since(path: Path, mark: int) -> str:
 
 class OneProcessLoader:
     """What a loader kind run as one process with one log, and with no fault points or fencing,
-    shares: its log read from a mark, an empty trace, and retirement by thaw and kill."""
+    shares: its exit watcher's supervision, its log read from a mark, an empty trace, and
+    retirement by thaw and kill."""
 
-    restart_on_exit: bool
+    _watch: ExitWatch
+
+    @property
+    def restart_on_exit(self) -> bool:
+        return self._watch.restart_on_exit
+
+    @restart_on_exit.setter
+    def restart_on_exit(self, value: bool) -> None:
+        self._watch.restart_on_exit = value
 
     def _log_file(self) -> Path:
         raise NotImplementedError

@@ -262,14 +262,6 @@ class CommandLoader(OneProcessLoader):
         self._watch.restart_on_exit = target.restart_on_exit
 
     @property
-    def restart_on_exit(self) -> bool:
-        return self._watch.restart_on_exit
-
-    @restart_on_exit.setter
-    def restart_on_exit(self, value: bool) -> None:
-        self._watch.restart_on_exit = value
-
-    @property
     def loader_id(self) -> str:
         return self.target.loader_id
 

@@ -722,14 +722,6 @@ class KafkaConnectLoader(OneProcessLoader):
         return None
 
     @property
-    def restart_on_exit(self) -> bool:
-        return self._watch.restart_on_exit
-
-    @restart_on_exit.setter
-    def restart_on_exit(self, value: bool) -> None:
-        self._watch.restart_on_exit = value
-
-    @property
     def starts(self) -> int:
         return self.sink.starts
 
