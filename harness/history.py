@@ -135,7 +135,7 @@ class History:
 
     @classmethod
     def of(cls, events: Iterable[tuple[float, str, str, str, Mapping[str, Any]]]) -> History:
-        """Build an in-memory history from (time, kind, phase, name, data) tuples (for tests).
+        """Build an in-memory history from (time, kind, phase, name, data) tuples (tests, breaks).
 
         Args:
             events: The events in order.

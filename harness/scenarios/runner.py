@@ -172,7 +172,8 @@ def mutate(found: Observed, mutation: str) -> Observed:
         found: The real readings.
         mutation: ``drop_dead_letters`` (lose the first dead letter of each error kind),
             ``duplicate_rows`` (count the first ten ids twice), ``change_values`` (add one to an
-            integer of the first five rows read for ``values_match_ledger``).
+            integer of the first five rows read for ``values_match_ledger``). The history's
+            own mutation (``forget_exit_causes``) leaves the readings as they are.
 
     Returns:
         The mutated readings.
@@ -203,7 +204,34 @@ def mutate(found: Observed, mutation: str) -> Observed:
         for eid in list(counts)[:10]:
             counts[eid] += 1
         return dataclasses.replace(found, table_counts=counts)
+    if mutation in HISTORY_MUTATIONS:
+        return found
     raise ValueError(f"unknown mutation {mutation!r}")
+
+
+HISTORY_MUTATIONS = ("forget_exit_causes",)
+"""Mutations of the recorded history rather than of what was read back."""
+
+
+def mutate_history(history: History, mutation: str) -> History:
+    """Break the recorded history on purpose, to show a checker of it notices.
+
+    ``forget_exit_causes`` takes out what explains each loader exit: the harness's own mark on
+    an exit it caused (``expected``) and the loader's trace of the kills that fired in it
+    (``loader``/``fault_landed``). Every exit then looks like one no fault caused, which
+    ``loader_exits_explained`` must report. Any other mutation leaves the history as it is.
+    """
+    if mutation != "forget_exit_causes":
+        return history
+    kept = []
+    for e in history.events:
+        if e.kind == "loader" and e.name == "fault_landed":
+            continue
+        data = dict(e.data)
+        if e.kind == "loader" and e.name == "exit":
+            data.pop("expected", None)
+        kept.append((e.time, e.kind, e.phase, e.name, data))
+    return History.of(kept)
 
 
 def judge(
@@ -225,6 +253,7 @@ def judge(
     brk = scenario.breaks.get(break_name) if break_name else None
     if brk is not None and brk.mutate:
         found = mutate(found, brk.mutate)
+        history = mutate_history(history, brk.mutate)
     return [run_check(c.check, history, ledger, found, c.params) for c in scenario.checks]
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from harness.history import History
 from harness.scenarios.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
 from harness.scenarios.exits import fault_windows  # importing it registers the checker
+from harness.scenarios.runner import mutate_history
 
 CHECK = "loader_exits_explained"
 
@@ -66,6 +67,23 @@ def test_exits_the_harness_caused_or_a_fault_point_fired_are_explained() -> None
     )
     assert result.verdict == VALID, result.summary
     assert result.stats["by_harness"] == 2 and result.stats["by_fault_point"] == 1
+
+
+def test_the_forget_exit_causes_break_leaves_the_same_exits_unexplained() -> None:
+    landed = (
+        9.0,
+        "loader",
+        "info",
+        "fault_landed",
+        {"pid": 8, "point": "planned", "action": "kill"},
+    )
+    events = [_start(), _exit(5.0, -9, expected=True), landed, _exit(9.5, -9, pid=8)]
+    history = History.of(events)
+    assert run_check(CHECK, history, [], Observed(), {}).verdict == VALID
+    broken = mutate_history(history, "forget_exit_causes")
+    result = run_check(CHECK, broken, [], Observed(), {})
+    assert result.verdict == INVALID and result.anomalies["unexplained_exit"].count == 2
+    assert mutate_history(history, "change_values") is history
 
 
 def test_a_crash_no_fault_caused_fails_the_run_and_keeps_its_log() -> None:
