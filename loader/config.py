@@ -329,14 +329,15 @@ JVM_COMPILERS = {
 }
 """The driver JVM's option for each ``[spark] jit``. ``tiered`` (Java's own default) compiles
 hot code twice, quickly and then for speed; ``quick`` stops at the quick compiler, whose code
-runs slower. With a batch of 200,000 records cached between two jobs, ``quick`` gave the sooner
-first commit and the shorter freshness tail; since a batch of plain records is written in one
-pass, 500,000 at a time, ``tiered`` loads a backlog sooner: 1,000,000 rows within one day were
-all visible in 21.8 s against 23.2 s, a warm batch of 495,000 rows took 4.9 s against 7.5 s,
-and over 30 days 8.5 s against 11.6 s; freshness at 1,000 msg/s moved from p99 3.26 s to 3.61 s
-in one run each (a loaded machine, docs/benchmarks.md)."""
+runs slower. Measured on a quiet 2-core machine, three runs each beside the Kafka Connect sink
+(docs/benchmarks.md, run 5): ``quick`` made every row of a 1,000,000-row backlog visible as
+soon or sooner (32.7 s against 34.3 s within one day, 52.1 s against 56.0 s over 30 days), its
+first rows about 7 s sooner, and kept the freshness tail short (p99 2.29-2.43 s at 1,000 msg/s
+and 1 s batches, against 3.91-6.39 s with ``tiered``, whose optimizing compiler takes one of the
+two cores while the first minutes of batches run); ``tiered`` moved a backlog's rows faster
+once they were flowing (25,121 against 23,461 rows/s over 30 days)."""
 
-DEFAULT_JIT = "tiered"
+DEFAULT_JIT = "quick"
 """``[spark] jit`` unless set: the choice measured best on the 2-core machine the kit targets."""
 
 
@@ -359,9 +360,9 @@ class SparkConfig:
     jit: str = setting(
         DEFAULT_JIT,
         help="the driver JVM's compilers: quick (the quick compiler only) or tiered (Java's "
-        "own default: quick, then optimizing). On two cores quick made the first commit of a "
-        "waiting backlog 3-7 s sooner and the freshness tail shorter, and big batches "
-        "once warm about a fifth dearer; with cores to spare, measure tiered",
+        "own default: quick, then optimizing). On two cores quick made a backlog's first rows "
+        "about 7 s sooner, every row as soon or sooner and the freshness tail shorter; tiered "
+        "moved big batches about a sixth faster once warm; with cores to spare, measure tiered",
     )
     shuffle_partitions: int = setting(
         2, codec=INTEGER, help="spark.sql.shuffle.partitions; small on small machines"
