@@ -34,7 +34,7 @@ def trial_doc(
     doc.pop("breaks", None)
     doc["vars"] = {"count": rate * seconds, "rate": rate}
     doc["profiles"] = {}
-    doc["loader"] = {"trigger_interval_s": 2.0, "lease_ttl_s": 10.0}
+    doc["loader"] = {"trigger_interval": 2.0, "lease_ttl": 10.0}
     doc["steps"] = [
         {"do": "start_loader"},
         {"do": "publish", "phase": "steady", "count": "$count", "background": True},

@@ -29,7 +29,8 @@ from harness.loaders.cluster import (
     submit_argv,
 )
 from harness.loaders.config import secret_key_file, stack_loader_config
-from harness.loaders.process import LoaderProcess, LoaderSettings
+from harness.loaders.icefloe import NO_LIMIT, icefloe_config
+from harness.loaders.process import LoaderProcess
 from loader.secret import Secret
 
 TIMEOUT_S = 3600
@@ -49,18 +50,22 @@ def local_loader(
     per_trigger: int | None,
     tuning: Mapping[str, Any] | None = None,
 ) -> LoaderProcess:
-    """A loader process (not started) for ``topic`` into ``table``, its state in ``folder``;
-    ``tuning`` holds its further settings by section (``BenchOptions.tuning``)."""
-    settings = LoaderSettings(
+    """A loader process (not started) for ``topic`` into ``table``, its state in ``folder``:
+    the loader's defaults but for its trigger interval and batch cap (``per_trigger``; None: no
+    cap) and ``tuning``, further settings by section or dotted key (``BenchOptions.tuning``).
+    Its metrics are off (``metrics_port = 0``, ``stack_loader_config``)."""
+    cap = NO_LIMIT if per_trigger is None else per_trigger
+    settings = {"trigger_interval": trigger_s, "kafka.max_offsets_per_trigger": cap}
+    config = icefloe_config(
+        stack,
+        table,
+        (topic,),
+        {**settings, **(tuning or {})},
         loader_id=f"bench-{uuid.uuid4().hex[:6]}",
-        table=table,
-        topics=(topic,),
-        trigger_interval_s=trigger_s,
-        max_offsets_per_trigger=per_trigger,
-        extra={"metrics_port": 0, **(tuning or {})},
+        origin="the bench's settings",
     )
     folder.mkdir(parents=True, exist_ok=True)
-    return LoaderProcess(settings, stack, folder, History(folder / "history.jsonl"))
+    return LoaderProcess(config, stack, folder, History(folder / "history.jsonl"))
 
 
 def started_after(loader: LoaderProcess) -> float | None:

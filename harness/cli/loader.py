@@ -5,19 +5,17 @@ same loader in the background on the local stack and returns once its query runs
 can start it, crash it (`kill`: kill -9 of the loader and its JVM), freeze it past its lease
 (`freeze`, `thaw`) and start it again (`start --name N` with no settings reuses the last ones).
 `start` takes the setting flags of `icefloe load` (generated from the loader's configuration,
-`loader.settings.add_flags`), with the loader's defaults.
+`loader.settings.add_flags`), with the loader's defaults but for two: the loader id is
+`icefloe-NAME` and the metrics port the stack's loader port (or the next free one) unless given.
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.console import print_table, say
-
-if TYPE_CHECKING:
-    from harness.loaders.process import LoaderSettings
 
 _VERBS = {
     "stop": "stop gracefully (the batch in progress finishes)",
@@ -33,10 +31,11 @@ def _stack(args: argparse.Namespace) -> Any:
     return open_stack(args)
 
 
-def settings_from_flags(
+def start_flags(
     name: str, flags: Mapping[str, str], metrics_port: Callable[[], int]
-) -> LoaderSettings:
-    """The settings of background loader ``name`` from the setting flags of ``loader start``.
+) -> dict[str, str]:
+    """The flags background loader ``name`` runs with: those of ``loader start``, and its
+    loader id and metrics port unless they name them.
 
     Args:
         name: the loader's name (``--name``).
@@ -44,58 +43,33 @@ def settings_from_flags(
         metrics_port: gives the port for metrics when no flag sets one.
 
     Returns:
-        The settings: the flags of its own fields read by the loader's codecs, the others kept
-        as text in ``extra``, read so when the loader's configuration is built.
-
-    Raises:
-        ValueError: no ``--table`` or no ``--kafka-topics``.
-        loader.errors.ConfigError: a flag of one of its own fields the loader cannot read.
+        dotted key -> text, as saved for its next start.
     """
-    from harness.loaders.process import LOADER_KEYS, LoaderSettings
-    from loader.config import LoaderConfig
-    from loader.settings import STRINGS, parse
-
-    rest = dict(flags)
-    table, topics = rest.pop("table", None), rest.pop("kafka.topics", None)
-    if not (table and topics):
-        raise ValueError("give --table and --kafka-topics (or no settings, to restart)")
+    chosen = dict(flags)
+    # A loader id per name: two background loaders on one table would be two owners.
+    chosen.setdefault("loader_id", f"icefloe-{name}")
     # The stack's port for loader metrics (or the next free one), not the loader's own
     # default: several stacks, and several background loaders, share one machine.
-    rest.setdefault("metrics_port", str(metrics_port()))
-    own = {
-        name: parse(LoaderConfig, key, rest.pop(key), "the command line")
-        for name, key in LOADER_KEYS.items()
-        if key in rest
-    }
-    return LoaderSettings(
-        **own,
-        # A loader id per name: two background loaders on one table would be two owners.
-        loader_id=rest.pop("loader_id", f"icefloe-{name}"),
-        table=table,
-        topics=STRINGS.parse(topics),
-        extra=rest,
-    )
+    chosen.setdefault("metrics_port", str(metrics_port()))
+    return chosen
 
 
 def _start(args: argparse.Namespace) -> int:
-    from harness.loaders.background import loaders_dir, open_loader, saved_settings
-    from harness.loaders.process import loader_config
+    from harness.loaders.background import open_loader, saved_flags
     from harness.stack.ports import free_port
     from loader import settings as loader_settings
     from loader.config import LoaderConfig
 
     stack = _stack(args)
-    settings: LoaderSettings | None = None
-    flags = loader_settings.flag_values(LoaderConfig, args)
-    if flags:
-        settings = settings_from_flags(
-            args.name, flags, lambda: free_port(stack.config.loader_metrics_port)
-        )
-        # Refused now, before they are saved for the next start (raises ConfigError).
-        loader_config(settings, stack, loaders_dir(stack) / args.name / "checkpoint")
-    elif saved_settings(stack, args.name) is None:
+    given = loader_settings.flag_values(LoaderConfig, args)
+    flags = None  # none given: the saved ones, as last time
+    if given:
+        port = stack.config.loader_metrics_port
+        flags = start_flags(args.name, given, lambda: free_port(port))
+    elif saved_flags(stack, args.name) is None:
         raise ValueError("give --table and --kafka-topics: no loader of this name ran before")
-    loader = open_loader(stack, args.name, settings)
+    # Flags the loader refuses raise here (ConfigError), before they are saved.
+    loader = open_loader(stack, args.name, flags)
     if loader.is_running():
         say(f"loader {args.name} is running already (pid {loader.process.pid})")
         return 0
@@ -106,7 +80,7 @@ def _start(args: argparse.Namespace) -> int:
     except RuntimeError as exc:
         say(f"[red]loader {args.name} did not start[/]: {exc}")
         return 1
-    metrics = int(loader.settings.extra.get("metrics_port") or 0)
+    metrics = loader.settings.metrics_port
     served = f", metrics on 127.0.0.1:{metrics}" if metrics else ""
     say(f"loader {args.name} running (pid {loader.process.pid}, {took:.0f} s to start{served})")
     return 0
@@ -152,7 +126,7 @@ def _metrics(args: argparse.Namespace) -> int:
     from harness.loaders.background import open_loader, scrape_metrics
 
     loader = open_loader(_stack(args), args.name)
-    port = int(loader.settings.extra.get("metrics_port") or 0)
+    port = loader.settings.metrics_port
     if not port:
         say(f"loader {args.name} serves no metrics (started with metrics port 0)")
         return 1

@@ -8,7 +8,6 @@ process, the publisher, the maintenance operations, the ledger checks), so the w
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 from collections.abc import Callable, Mapping
@@ -20,7 +19,9 @@ from typing import Any
 from harness import maintenance, verify
 from harness.history import History
 from harness.loaders.background import scrape_metrics
-from harness.loaders.process import LoaderProcess, LoaderSettings
+from harness.loaders.base import TestHooks
+from harness.loaders.icefloe import icefloe_config
+from harness.loaders.process import LoaderProcess
 from harness.stack.ports import free_port
 from harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
 from loader.deadletter import DEAD_LETTER_MAX_BYTES
@@ -100,29 +101,34 @@ class Lab:
 
     # -- loaders ----------------------------------------------------------------------------
 
-    def loader(self, loader_id: str, **settings: Any) -> LoaderProcess:
-        """A loader on the table (not started): 2 s batches, a 10 s lease, metrics served."""
-        chosen = LoaderSettings(
+    def loader(self, loader_id: str, hooks: TestHooks | None = None) -> LoaderProcess:
+        """A loader on the table (not started): the loader's defaults but for 2 s batches, a
+        10 s lease and metrics served; ``hooks`` make its first start freeze itself."""
+        config = icefloe_config(
+            self.stack,
+            self.table,
+            (self.topic,),
+            {
+                "trigger_interval": DEMO_TRIGGER_S,
+                "lease_ttl": DEMO_LEASE_TTL_S,
+                "metrics_port": free_port(19400),
+            },
             loader_id=loader_id,
-            table=self.table,
-            topics=(self.topic,),
             dead_letter_topic=self.dead_letter_topic,
-            trigger_interval_s=DEMO_TRIGGER_S,
-            lease_ttl_s=DEMO_LEASE_TTL_S,
-            extra={"metrics_port": free_port(19400)},
+            origin="the demo's settings",
         )
-        chosen = dataclasses.replace(chosen, **settings)
         process = LoaderProcess(
-            chosen,
+            config,
             self.stack,
             self.work / f"loader-{loader_id}-{len(self.loaders)}",
             History(self.work / "history.jsonl"),
+            hooks=hooks,
         )
         self.loaders.append(process)
         return process
 
     def metrics_port(self, loader: LoaderProcess) -> int:
-        return int(loader.settings.extra["metrics_port"])
+        return loader.settings.metrics_port
 
     def loader_config_text(self, loader: LoaderProcess) -> str:
         """The loader's configuration file, without the long jar list."""

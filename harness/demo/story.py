@@ -23,6 +23,7 @@ from rich.markup import escape
 from harness import maintenance
 from harness.demo.lab import DEMO_TRIGGER_S, Lab, record
 from harness.demo.narrator import Narrator
+from harness.loaders.base import TestHooks
 from loader import keys
 
 TABLE = "lake.demo.events"
@@ -398,7 +399,7 @@ def _zombie_step(story: Story, loader: Any) -> Any:
         "the catalog must refuse its stale commit, or rows land twice.",
     )
     out.run("stopping the loader (SIGTERM: the batch in progress finishes)", loader.stop)
-    zombie = lab.loader("demo-loader", pause_at="publish", pause_after_commits=0)
+    zombie = lab.loader("demo-loader", TestHooks(pause_at="publish", pause_after_commits=0))
     out.run("starting loader A, set to freeze before its first publish", zombie.start)
     before = lab.count()
     future = lab.publish_later(1_000, story.next_seed(), rate=250.0, malformed_fraction=0.02)

@@ -52,8 +52,9 @@ class Capability(enum.StrEnum):
         DEAD_LETTERS: sends what it cannot load to a dead-letter topic it is given.
         ROUTES: its Kafka, S3 and catalog endpoints can be pointed at the fault proxies
             (``[loader] via``).
-        SETTINGS: takes icefloe's loader settings by key (``exactly_once``, ``fencing``,
-            ``lease_ttl_s``, ``max_record_bytes``, ``transform``, ``[loader] settings``).
+        SETTINGS: takes icefloe's loader settings by their dotted keys (``exactly_once``,
+            ``fencing``, ``lease_ttl``, ``max_record_bytes``, ``transform.unnest``,
+            ``catalog.read_timeout``... in ``[loader]``).
         SUPERVISED: the harness restarts it when it exits by itself (``restart_on_exit``).
     """
 

@@ -14,10 +14,10 @@ history: a ``loader``/``fault_landed`` event per fault that fired (its point and
 ``loader``/``fault_not_landed`` event for a start armed with a fault point that never fired.
 A fault counts where it landed, from what the loader recorded, not where it was aimed.
 
-A loader process runs the loader's own configuration model (``loader.config.LoaderConfig``):
-callers that run it for a scenario build that model directly (``harness.loaders.icefloe``).
-:class:`LoaderSettings` is the shorter record the bench, the demo and ``icefloe loader start``
-still give; :func:`loader_config` turns it into the model, taking the loader's defaults.
+A loader process runs the loader's own configuration model (``loader.config.LoaderConfig``),
+the one record of its settings: its callers build it (``harness.loaders.icefloe.icefloe_config``)
+and it is written to the process's file as it is, checkpoint and Spark scratch folder put in
+the process's folder. The test hooks (``TestHooks``) are the harness's, not the loader's.
 """
 
 from __future__ import annotations
@@ -29,15 +29,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.history import History
 from harness.loaders.base import Health, TestHooks, log_since, log_size, record_exit
-from harness.loaders.config import stack_loader_config
 from harness.stack.process import ManagedProcess
-from loader import settings as loader_settings
 from loader.cli import EXIT_NOT_OWNER
 from loader.config import LoaderConfig, env_var
 from loader.faultpoints import (
@@ -50,7 +48,6 @@ from loader.faultpoints import (
     TRACE_ENV,
     read_trace,
 )
-from loader.transforms import Transform
 
 HOOK_ENVS = (
     KILL_AT_ENV,
@@ -68,135 +65,17 @@ RETIRE_LEASE_POLL_S = 2.0
 _STARTED_MARK = "icefloe.loader: starting "
 
 
-def _loader_default(key: str) -> Any:
-    """The loader's own default of setting ``key`` (its field in ``loader/config.py``)."""
-    return loader_settings.default(LoaderConfig, key)
-
-
-NO_BATCH_LIMIT: int | None = None
-"""The harness's ``max_offsets_per_trigger``, where it means something other than the loader:
-no cap. The loader's cap (200,000 records) keeps a backlog of a million rows from exhausting
-the driver's heap; a scenario publishes at most tens of thousands, and its ``burst`` fault
-publishes at the cap over the trigger interval (the loader's would be 40,000 messages a second
-at 5 s batches), or at 1,000 a second when there is no cap."""
-
-
-LOADER_KEYS = {
-    "dead_letter_topic": "dead_letter_topic",
-    "trigger_interval_s": "trigger_interval",
-    "exactly_once": "exactly_once",
-    "max_offsets_per_trigger": "kafka.max_offsets_per_trigger",
-    "lease_ttl_s": "lease_ttl",
-    "fencing": "fencing",
-}
-"""The loader setting (its dotted key) that each loader field of ``LoaderSettings`` sets."""
-
-
-@dataclass(frozen=True)
-class LoaderSettings:
-    """What the harness decides about a loader it runs; the stack supplies the rest.
-
-    A loader setting left out takes the loader's own default (read from ``LoaderConfig``),
-    except ``max_offsets_per_trigger`` (``NO_BATCH_LIMIT``).
-
-    Attributes:
-        loader_id: Unique per table (the ownership lease); kept across restarts.
-        table: ``catalog.schema.table``.
-        topics: Source topics.
-        dead_letter_topic: ``None`` makes the loader stop at the first malformed record.
-        trigger_interval_s: Seconds per micro-batch.
-        exactly_once: ``False`` switches the loader's offset guard off (break demonstrations).
-        max_offsets_per_trigger: Cap on records per batch (``None``: no cap).
-        transform: The ``[transform]`` table (unnest, case_from, case_to, projections).
-        lease_ttl_s: The loader's lease (``None``: the loader's, from the trigger interval).
-        extra: Further loader settings by the loader's own keys, read by its codecs as the
-            file or a flag would be: a dotted key (``max_record_bytes``, ``spark.jit``) or a
-            section's table (``{"spark": {"jit": "tiered"}}``), a TOML value or a flag's text.
-            Applied last: they win over the fields above.
-        kill_after_commit: Make the loader SIGKILL itself right after its N-th commit (the
-            loader's test hook), so a post-commit, pre-checkpoint crash happens for sure
-            instead of by luck of timing.
-        self_kills: How many starts (the first ones) get that hook; later starts run clean,
-            so a supervised loader can finish the run.
-        fencing: ``False`` switches the loader's commit fencing off (break demonstrations).
-        pause_at: Make the loader's first start freeze itself (SIGSTOP of its process group) at
-            this point of a batch (``loader.faultpoints``: planned, write, publish).
-        pause_after_commits: Commits the first start makes before the pause can fire.
-    """
-
-    loader_id: str
-    table: str
-    topics: tuple[str, ...]
-    dead_letter_topic: str | None = _loader_default("dead_letter_topic")
-    trigger_interval_s: float = _loader_default("trigger_interval")
-    exactly_once: bool = _loader_default("exactly_once")
-    max_offsets_per_trigger: int | None = NO_BATCH_LIMIT
-    transform: Mapping[str, Any] = field(default_factory=dict)
-    lease_ttl_s: float | None = _loader_default("lease_ttl")
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    kill_after_commit: int | None = None
-    self_kills: int = 1
-    fencing: bool = _loader_default("fencing")
-    pause_at: str | None = None
-    pause_after_commits: int = 0
-
-
-def loader_config(settings: LoaderSettings, stack: Any, checkpoint: Path) -> LoaderConfig:
-    """The loader configuration for one scenario on one stack.
-
-    Args:
-        settings: The scenario's loader settings.
-        stack: A :class:`harness.stack.lakehouse.Stack`.
-        checkpoint: The Spark checkpoint directory.
-
-    Returns:
-        The configuration; its TOML (``to_toml()``) carries no secret.
-
-    Raises:
-        loader.errors.ConfigError: A scenario setting the loader refuses.
-    """
-    transform = loader_settings.from_mapping(
-        Transform, settings.transform, "the scenario's [loader.transform]"
-    )
-    config = stack_loader_config(
-        stack,
-        settings.table,
-        settings.topics,
-        kafka={"max_offsets_per_trigger": settings.max_offsets_per_trigger},
-        loader_id=settings.loader_id,
-        trigger_interval=settings.trigger_interval_s,
-        dead_letter_topic=settings.dead_letter_topic,
-        lease_ttl=settings.lease_ttl_s,
-        exactly_once=settings.exactly_once,
-        fencing=settings.fencing,
-        transform=transform,
-    )
-    config = placed(config, checkpoint)
-    if not settings.extra:
-        return config
-    return loader_settings.override(config, settings.extra, "the loader's extra settings")
-
-
 def placed(config: LoaderConfig, checkpoint: Path) -> LoaderConfig:
-    """``config`` with its checkpoint at ``checkpoint`` and Spark's scratch folder beside it.
+    """``config`` with its checkpoint at ``checkpoint`` and Spark's scratch folder beside it,
+    where it names none of its own (a setting given wins).
 
     A loader killed with kill -9 leaves its ``spark-*`` folder in the scratch folder: beside
     the checkpoint, it is removed with the run's folder, not left in the system's temp folder.
     """
-    spark = dataclasses.replace(config.spark, local_dir=str(checkpoint.parent / "spark-local"))
-    return dataclasses.replace(config, checkpoint_location=str(checkpoint), spark=spark)
-
-
-def _hooks_of(settings: Any) -> TestHooks:
-    """The fault hooks a :class:`LoaderSettings` carries (none for a configuration)."""
-    if not isinstance(settings, LoaderSettings):
-        return TestHooks()
-    return TestHooks(
-        settings.kill_after_commit,
-        settings.self_kills,
-        settings.pause_at,
-        settings.pause_after_commits,
-    )
+    local_dir = config.spark.local_dir or str(checkpoint.parent / "spark-local")
+    spark = dataclasses.replace(config.spark, local_dir=local_dir)
+    location = config.checkpoint_location or str(checkpoint)
+    return dataclasses.replace(config, checkpoint_location=location, spark=spark)
 
 
 def env_hooks(env: Mapping[str, str]) -> dict[str, str]:
@@ -237,14 +116,13 @@ class LoaderProcess:
 
     Args:
         settings: What to load and how: the loader's own configuration (its checkpoint and
-            Spark scratch folder are put in ``state_dir``), or the shorter
-            :class:`LoaderSettings`.
+            Spark scratch folder are put in ``state_dir``).
         stack: The stack it loads from and into.
         state_dir: Its config, checkpoint and log live here.
         history: Where starts, exits, kills and stops are recorded.
         restart_on_exit: Restart after an exit the harness did not cause.
         start_timeout_s: How long to wait for the streaming query to start.
-        hooks: Fault hooks for the first starts (with :class:`LoaderSettings`, its own).
+        hooks: Fault hooks for the first starts (none by default).
     """
 
     capabilities = frozenset(
@@ -254,7 +132,7 @@ class LoaderProcess:
 
     def __init__(
         self,
-        settings: LoaderSettings | LoaderConfig,
+        settings: LoaderConfig,
         stack: Any,
         state_dir: Path,
         history: History,
@@ -263,10 +141,8 @@ class LoaderProcess:
         start_timeout_s: float = 180.0,
         hooks: TestHooks | None = None,
     ) -> None:
-        # A LoaderSettings (the bench, the demo, `icefloe loader start` read its fields) or
-        # the loader's own LoaderConfig (a run's loader kind): typed loosely for the former.
-        self.settings: Any = settings
-        self.test_hooks = hooks if hooks is not None else _hooks_of(settings)
+        self.settings = settings
+        self.test_hooks = hooks if hooks is not None else TestHooks()
         self.stack = stack
         self.state_dir = state_dir
         self.history = history
@@ -290,24 +166,24 @@ class LoaderProcess:
 
     # -- lifecycle ----------------------------------------------------------
 
-    def configure(self, settings: LoaderSettings | LoaderConfig) -> None:
-        """Replace the settings used by the next start (e.g. add a dead-letter topic)."""
+    def configure(self, settings: LoaderConfig) -> None:
+        """Replace the configuration the next start runs (e.g. add a dead-letter topic)."""
         self.settings = settings
 
     @property
     def loader_id(self) -> str:
+        """Its id (``loader_id`` of its configuration)."""
         return self.settings.loader_id
 
     @property
     def dead_letter_topic(self) -> str | None:
+        """Where its dead letters go (``dead_letter_topic`` of its configuration)."""
         return self.settings.dead_letter_topic
 
     def config(self) -> LoaderConfig:
-        """The configuration the next start writes to its file."""
-        checkpoint = self.state_dir / "checkpoint"
-        if isinstance(self.settings, LoaderSettings):
-            return loader_config(self.settings, self.stack, checkpoint)
-        return placed(self.settings, checkpoint)
+        """The configuration the next start writes to its file: its settings, placed in its
+        folder."""
+        return placed(self.settings, self.state_dir / "checkpoint")
 
     def configuration(self) -> dict[str, Any]:
         """The configuration file the last start ran with (none yet: the next one's)."""
@@ -565,7 +441,7 @@ class LoaderProcess:
     def _settle(self, start: _Start) -> None:
         fired = read_trace(start.trace)
         armed = armed_fault(start.hooks)
-        where = {"loader_id": self.settings.loader_id, "pid": start.pid, "start": start.number}
+        where = {"loader_id": self.loader_id, "pid": start.pid, "start": start.number}
         for line in fired:
             self.history.record(
                 "loader",

@@ -48,9 +48,9 @@ __all__ = ["PROFILES", "Profile", "lane_counts", "scenario_doc", "schedules"]
 # among many commits and a frozen loader's successor takes over within a run, and at most
 # 1,000 records a batch: its maximum rate (500 msg/s) is what a burst publishes at.
 LOADER: dict[str, Any] = {
-    "trigger_interval_s": 2.0,
-    "max_offsets_per_trigger": 1000,
-    "lease_ttl_s": 8.0,
+    "trigger_interval": 2.0,
+    "kafka.max_offsets_per_trigger": 1000,
+    "lease_ttl": 8.0,
     "restart_on_exit": True,
 }
 INT_POOL = ("xi0", "xi1", "xi2", "xi3")
@@ -186,7 +186,8 @@ SOAK_LOADER: dict[str, Any] = {
     "via": ["catalog_proxy", "toxiproxy"],
     # Bounds short enough that a fault of tens of seconds is ridden out by retries and a
     # black hole ends in a retry, not in a wait as long as the fault.
-    "settings": {"catalog.read_timeout": "8s", "progress_timeout": "180s"},
+    "catalog.read_timeout": "8s",
+    "progress_timeout": "180s",
 }
 """The soak's loader behind the fault points, for the wire kinds of its infra lane."""
 _MAINTENANCE_KINDS = ("optimize", "expire_snapshots", "remove_orphan_files", "retention_delete")

@@ -7,10 +7,24 @@ Kafka Connect sink, a command line; ``harness.loaders``), driven through the loa
 state), which becomes the current loader, and keeps the frozen one aside until it is thawed and
 steps down.
 
-The scenario's ``[loader]`` table is :class:`LoaderOptions`, checked when the file is read. Its
-loader settings are icefloe's own, by the loader's keys (:data:`SETTING_KEYS`); one left out
-is not given at all, so the loader's own default applies (``loader/config.py``), or the
-harness's where it means something else (``harness.loaders.icefloe.HARNESS_SETTINGS``).
+The scenario's ``[loader]`` table is :class:`LoaderOptions`, read by :meth:`LoaderOptions.read`
+when the file is read. It holds two kinds of keys:
+
+- the test kit's own (:data:`KIT_OPTIONS`): ``dead_letter``, ``kill_after_commit``,
+  ``self_kills``, ``pause_at``, ``pause_after_commits``, ``restart_on_exit``, ``via``;
+- icefloe's loader settings, by the loader's own dotted keys (``loader/config.py``), written
+  straight into the table: ``trigger_interval = 2.0``, ``lease_ttl = "8s"``, ``fencing =
+  false``, ``kafka.max_offsets_per_trigger = 300``, ``catalog.read_timeout = "4s"``,
+  ``transform = { unnest = "/data" }``. A TOML dotted key is a nested table; a section's table
+  and a quoted dotted key (``"kafka.max_offsets_per_trigger" = 300``) are read the same. A
+  break or a ``configure_loader`` step changes only the keys it names; an empty section's
+  table (``transform = {}``) drops that section's settings, back to the loader's defaults.
+
+Each loader setting is checked by the loader's own codec when the file is read, so a typo or a
+bad value fails at load, naming the scenario and the key; an old harness spelling
+(``trigger_interval_s``...) fails naming the loader's key (:data:`RENAMED`). One left out is not
+given at all: the loader's own default applies (``loader/config.py``), or the harness's where it
+means something else (``harness.loaders.icefloe.HARNESS_SETTINGS``).
 """
 
 from __future__ import annotations
@@ -18,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import shutil
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -26,12 +40,14 @@ from typing import Any, Literal
 from harness.history import History
 from harness.loaders.base import Capability, Loader, LoaderKind, LoaderTarget, TestHooks
 from harness.loaders.icefloe import IcefloeKind
+from harness.scenarios.params import ParamError, parse_params
 from harness.scenarios.world import Names
 from loader import settings as loader_settings
 from loader.config import LoaderConfig
+from loader.errors import ConfigError
 from loader.faultpoints import PAUSE_POINTS
 
-__all__ = ["SETTING_KEYS", "LoaderControl", "LoaderOptions"]
+__all__ = ["KIT_OPTIONS", "RENAMED", "TUNING", "LoaderControl", "LoaderOptions"]
 
 PausePoint = Literal["planned", "write", "publish", "random"]
 
@@ -39,91 +55,151 @@ PausePoint = Literal["planned", "write", "publish", "random"]
 ROUTES = ("catalog_proxy", "toxiproxy")
 """The fault points a scenario's loader can be put behind (``LoaderOptions.via``)."""
 
-SETTING_KEYS = {
-    "trigger_interval_s": "trigger_interval",
-    "exactly_once": "exactly_once",
-    "fencing": "fencing",
-    "max_offsets_per_trigger": "kafka.max_offsets_per_trigger",
-    "lease_ttl_s": "lease_ttl",
-    "max_record_bytes": "max_record_bytes",
-}
-"""The loader setting (its dotted key in ``loader/config.py``) each ``[loader]`` key sets."""
+_SETTING_KEYS = frozenset(k.key for k in loader_settings.keys(LoaderConfig))
+"""Every loader setting, by its dotted key."""
 
-TUNING = ("trigger_interval_s", "max_offsets_per_trigger")
-"""``[loader]`` settings that tune icefloe's batches; another kind batches its own way and is
-given neither (a scenario setting them still applies to it). The other settings change what
-icefloe does (``Capability.SETTINGS``)."""
+RENAMED = {
+    "trigger_interval_s": "trigger_interval",
+    "lease_ttl_s": "lease_ttl",
+    "max_offsets_per_trigger": "kafka.max_offsets_per_trigger",
+    "settings": 'its keys in [loader] itself (catalog.read_timeout = "4s")',
+}
+"""Old ``[loader]`` keys -> what a scenario writes now."""
+
+TUNING = ("trigger_interval", "kafka.max_offsets_per_trigger")
+"""Loader settings that tune icefloe's batches; another kind batches its own way and is given
+neither (a scenario setting them still applies to it). The other settings change what icefloe
+does (``Capability.SETTINGS``)."""
+
+
+def _dotted(table: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """``table``'s keys, a loader section's nested tables as dotted keys (``kafka.x``); an
+    empty section's table as itself (``transform``, ``{}``)."""
+    for name, value in table.items():
+        key = prefix + name
+        if isinstance(value, Mapping) and value and _is_section(key):
+            yield from _dotted(value, key + ".")
+        else:
+            yield key, value
+
+
+def _is_section(key: str) -> bool:
+    """Whether ``key`` names a section of the loader's settings (``kafka``, ``transform``)."""
+    return key not in _SETTING_KEYS and any(k.startswith(key + ".") for k in _SETTING_KEYS)
+
+
+def _loader_setting(key: str, value: Any, where: str) -> None:
+    """Check one loader setting as the loader would read it from its file.
+
+    Raises:
+        ParamError: an old name, an unknown key or a bad value.
+    """
+    if key in RENAMED:
+        raise ParamError(f"{where}: {key!r} is an old name: write {RENAMED[key]}")
+    try:
+        loader_settings.parse(LoaderConfig, key, value, where)
+    except KeyError:
+        raise ParamError(
+            f"{where}: unknown key {key!r}: neither a loader setting (loader/config.py) nor "
+            f"one of the test kit's {list(KIT_OPTIONS)}"
+        ) from None
+    except ConfigError as exc:
+        raise ParamError(str(exc)) from None
 
 
 @dataclass(frozen=True)
 class LoaderOptions:
-    """A scenario's loader settings (``[loader]``); the stack supplies the rest.
+    """A scenario's ``[loader]`` table: the test kit's options and icefloe's loader settings.
 
-    A loader setting left unset (``None``) is not given: the loader's own default applies,
-    or the harness's (``harness.loaders.icefloe.HARNESS_SETTINGS``: no batch cap).
+    Read it with :meth:`read` (and change it with :meth:`updated`), which check every key.
 
     Attributes:
-        trigger_interval_s: Seconds per micro-batch.
-        exactly_once: ``False`` turns the loader's offset guard off (a break).
-        fencing: ``False`` turns the commit fence off (a break).
         dead_letter: Use the run's dead-letter topic (else halt on a malformed record).
-        max_offsets_per_trigger: Cap on records per batch (the loader's maximum rate is this
-            over the trigger interval); ``0``: no cap.
-        transform: The loader's ``[transform]`` table.
-        max_record_bytes: The loader's payload limit.
         kill_after_commit: The first starts SIGKILL themselves after this many commits.
         self_kills: How many starts get ``kill_after_commit``.
-        lease_ttl_s: The lease (the loader's default derives it from the trigger interval).
         pause_at: The first start freezes itself at this point of a batch (``random``: a
             point drawn from the run's seed).
         pause_after_commits: Commits before the pause can fire.
         restart_on_exit: Supervised: start again after an exit the harness did not cause.
-        settings: Further loader settings by dotted key (``catalog.read_timeout = "5s"``,
-            ``progress_timeout = 60``), read by the loader's own codecs.
         via: The fault points the loader under test reaches its services through:
             ``catalog_proxy`` (HTTP faults on the catalog, ``catalog_http``), ``toxiproxy``
             (TCP faults on Kafka, S3 and the catalog, ``wire_*``). Trino, the checkers and the
             publisher keep connecting directly.
+        settings: icefloe's loader settings by dotted key, as written (a TOML value), each
+            checked by the loader's codec; given to the loader as its file would give them.
     """
 
-    trigger_interval_s: float | None = None
-    exactly_once: bool | None = None
-    fencing: bool | None = None
     dead_letter: bool = True
-    max_offsets_per_trigger: int | None = None
-    transform: dict[str, Any] = field(default_factory=dict)
-    max_record_bytes: int | None = None
     kill_after_commit: int | None = None
     self_kills: int = TestHooks.self_kills
-    lease_ttl_s: float | None = None
     pause_at: PausePoint | None = None
     pause_after_commits: int = 0
     restart_on_exit: bool = False
-    settings: dict[str, Any] = field(default_factory=dict)
     via: tuple[str, ...] = ()
+    settings: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.via) - set(ROUTES))
         if unknown:
             raise ValueError(f"via: unknown {unknown}; known: {list(ROUTES)}")
-        for name in ("trigger_interval_s", "lease_ttl_s"):
-            value = getattr(self, name)
-            if value is not None and value <= 0:
-                raise ValueError(f"{name} must be > 0")
+
+    @classmethod
+    def read(cls, table: Mapping[str, Any], where: str) -> LoaderOptions:
+        """The options a ``[loader]`` table gives.
+
+        Args:
+            table: The table as decoded (variables substituted).
+            where: The scenario and table, for messages (``"01_x: [loader]"``).
+
+        Raises:
+            ParamError: an unknown key, an old name, or a value of the wrong type or one the
+                loader refuses (naming ``where`` and the key).
+        """
+        return cls().updated(table, where)
+
+    def updated(self, table: Mapping[str, Any], where: str) -> LoaderOptions:
+        """These options with those of ``table`` on top (a break's, a ``configure_loader``'s).
+
+        Raises:
+            ParamError: as :meth:`read`.
+        """
+        kit: dict[str, Any] = {}
+        settings = dict(self.settings)
+        for key, value in _dotted(table):
+            if key in KIT_OPTIONS:
+                kit[key] = value
+            elif _is_section(key) and value == {}:  # the section's settings dropped
+                settings = {k: v for k, v in settings.items() if not k.startswith(key + ".")}
+            else:
+                _loader_setting(key, value, where)
+                settings[key] = value
+        given = parse_params(LoaderOptions, kit, where)
+        try:
+            return dataclasses.replace(
+                self, **{k: getattr(given, k) for k in kit}, settings=settings
+            )
+        except ValueError as exc:
+            raise ParamError(f"{where}: {exc}") from exc
+
+    def _setting(self, key: str) -> Any:
+        """Loader setting ``key`` as the loader reads it (None: not set here)."""
+        if key not in self.settings:
+            return None
+        return loader_settings.parse(LoaderConfig, key, self.settings[key], "[loader]")
 
     @property
     def trigger_s(self) -> float:
         """The trigger interval icefloe's loader runs with (its own default when unset)."""
-        if self.trigger_interval_s is not None:
-            return self.trigger_interval_s
-        return float(loader_settings.default(LoaderConfig, "trigger_interval"))
+        trigger = self._setting("trigger_interval")
+        if trigger is None:
+            trigger = loader_settings.default(LoaderConfig, "trigger_interval")
+        return float(trigger)
 
     @property
     def max_rate(self) -> float | None:
-        """Messages per second the loader takes at most (None: no cap)."""
-        if not self.max_offsets_per_trigger:
-            return None
-        return self.max_offsets_per_trigger / self.trigger_s
+        """Messages per second the loader takes at most (None: no cap, the harness's own)."""
+        cap = self._setting("kafka.max_offsets_per_trigger")
+        return None if not cap else cap / self.trigger_s
 
     def loader_settings(self, *, tuning: bool = True) -> dict[str, Any]:
         """The icefloe loader settings these options set, by the loader's dotted keys.
@@ -131,15 +207,7 @@ class LoaderOptions:
         Args:
             tuning: Include the batch tuning (``TUNING``); another kind is given none.
         """
-        out: dict[str, Any] = {
-            key: getattr(self, name)
-            for name, key in SETTING_KEYS.items()
-            if getattr(self, name) is not None and (tuning or name not in TUNING)
-        }
-        if self.transform:
-            out["transform"] = dict(self.transform)
-        out.update(self.settings)
-        return out
+        return {k: v for k, v in self.settings.items() if tuning or k not in TUNING}
 
     def hooks(self) -> TestHooks:
         """The test hooks these options give the first starts."""
@@ -150,10 +218,9 @@ class LoaderOptions:
     def needs(self) -> dict[Capability, str]:
         """What a loader needs to run with these options: capability -> why."""
         out: dict[Capability, str] = {}
-        changing = [n for n in self.loader_settings(tuning=False) if n not in self.settings]
-        if changing or self.settings:
-            named = sorted({*changing, *self.settings})
-            out[Capability.SETTINGS] = f"icefloe loader settings {', '.join(named)}"
+        changing = sorted(self.loader_settings(tuning=False))
+        if changing:
+            out[Capability.SETTINGS] = f"icefloe loader settings {', '.join(changing)}"
         if self.kill_after_commit is not None or self.pause_at is not None:
             out[Capability.FAULT_POINTS] = "[loader] kill_after_commit/pause_at (a fault point)"
         if self.via:
@@ -161,6 +228,10 @@ class LoaderOptions:
         if self.restart_on_exit:
             out[Capability.SUPERVISED] = "[loader] restart_on_exit (a supervisor)"
         return out
+
+
+KIT_OPTIONS = tuple(f.name for f in dataclasses.fields(LoaderOptions) if f.name != "settings")
+"""The ``[loader]`` keys that are the test kit's own; every other key is a loader setting."""
 
 
 class LoaderControl:
@@ -290,8 +361,12 @@ class LoaderControl:
         return self.start()
 
     def configure(self, changes: Mapping[str, Any]) -> None:
-        """Change loader options for the next start of the current loader."""
-        self.options = dataclasses.replace(self.options, **dict(changes))
+        """Change loader options (``[loader]`` keys) for the next start of the current loader.
+
+        Raises:
+            harness.scenarios.params.ParamError: a key or value ``[loader]`` refuses.
+        """
+        self.options = self.options.updated(changes, "configure_loader")
         self._retarget()
         self.history.record("loader", "info", "configured", **dict(changes))
 

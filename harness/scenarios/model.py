@@ -17,7 +17,6 @@ report.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -139,7 +138,7 @@ class Scenario:
         """The loader settings under a break (the plain ones for ``None``)."""
         if name is None:
             return self.loader
-        return dataclasses.replace(self.loader, **dict(self.breaks[name].loader))
+        return self.loader.updated(self.breaks[name].loader, f"{self.name}: break {name}")
 
 
 def _substitute(value: Any, variables: Mapping[str, Any], where: str) -> Any:
@@ -207,7 +206,7 @@ def parse(
     try:
         loader_raw = sub(doc.get("loader", {}), "loader")
         workload_raw = sub(doc.get("workload", {}), "workload")
-        loader = parse_params(LoaderOptions, loader_raw, f"{name}: [loader]")
+        loader = LoaderOptions.read(loader_raw, f"{name}: [loader]")
         workload = parse_params(Workload, workload_raw, f"{name}: [workload]")
         steps = _steps(doc, name, sub, ParseContext(workload_raw, loader_raw))
     except ParamError as exc:
@@ -232,7 +231,7 @@ def parse(
             raise ScenarioError(f"{name}: break {bname}: expect needs check and anomaly")
         overrides = sub(raw.get("loader", {}), f"break {bname}")
         try:
-            parse_params(LoaderOptions, {**loader_raw, **overrides}, f"{name}: break {bname}")
+            loader.updated(overrides, f"{name}: break {bname}")
         except ParamError as exc:
             raise ScenarioError(str(exc)) from exc
         breaks[bname] = Break(

@@ -137,7 +137,7 @@ class NotApplicable(ValueError):
 
 
 def _setup(world: WorldOptions) -> RunSetup:
-    loader = parse_params(LoaderOptions, {**LOADER, **dict(world.loader)}, "soak loader")
+    loader = LoaderOptions.read({**LOADER, **dict(world.loader)}, "soak loader")
     columns = tuple((c, t.upper()) for c, t in START_COLUMNS.items())
     return RunSetup(
         "soak", loader, parse_params(Workload, WORKLOAD, "soak workload"), PARTITIONS, True, columns
@@ -240,7 +240,7 @@ CATCH_UP_PROGRESS_S = 300.0
 
 def _catch_up(run: Any) -> None:
     """Restart the loader with bigger batches for the catch-up (no faults are left to play)."""
-    run.loaders.configure({"max_offsets_per_trigger": CATCH_UP_MAX_OFFSETS})
+    run.loaders.configure({"kafka.max_offsets_per_trigger": CATCH_UP_MAX_OFFSETS})
     try:
         run.restart_loader()
     except RuntimeError as exc:  # recorded as a failed start; the supervisor tries again

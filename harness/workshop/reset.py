@@ -23,7 +23,7 @@ def reset(stack: Any, ledger_dir: Path = DEFAULT_LEDGER_DIR) -> list[str]:
     done = []
     for name in names(stack):
         loader = open_loader(stack, name)
-        if loader.settings.table != TABLE:
+        if str(loader.settings.table) != TABLE:
             continue
         if loader.is_running():
             loader.stop()

@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.history import History, select
 from harness.loaders import process as loader_process
-from harness.loaders.process import LoaderProcess, LoaderSettings, _Start, armed_fault
+from harness.loaders.process import LoaderProcess, _Start, armed_fault
 from loader.faultpoints import KILL_AT_ENV, PAUSE_AT_ENV, TRACE_ENV
 
 # A stand-in for a loader's first batch: it passes the points named in argv, then exits 0.
@@ -147,16 +147,16 @@ def test_an_exit_the_watcher_did_not_see_is_recorded_by_the_next_start(
     looked in between (here it never looks: it is not started)."""
     config = SimpleNamespace(
         to_toml=lambda: "not = [valid\n",  # the loader refuses it and exits at once
+        loader_id="l",
         trigger_interval=1.0,
         exactly_once=True,
         fencing=True,
         dead_letter_topic=None,
     )
-    monkeypatch.setattr(loader_process, "loader_config", lambda *args: config)
+    monkeypatch.setattr(loader_process, "placed", lambda config, checkpoint: config)
     monkeypatch.setattr(LoaderProcess, "_ensure_watcher", lambda self: None)
     stack = SimpleNamespace(credentials=SimpleNamespace(secret_key=SimpleNamespace(reveal=str)))
-    settings = LoaderSettings("l", "lake.s.t", ("t",))
-    loader = LoaderProcess(settings, stack, tmp_path, History())
+    loader = LoaderProcess(config, stack, tmp_path, History())  # type: ignore[arg-type]
     loader.start(wait=False, hooks={KILL_AT_ENV: "planned"})
     first = loader.process.started_pid
     assert loader.process.wait_exit(60.0)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 import stat
+import tomllib
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from harness.cli.main import build_parser
 from harness.loaders.config import StackDefaults
@@ -51,41 +54,6 @@ def test_maintain_reads_durations_and_keeps_zero() -> None:
     assert default.older_than is None  # the operation's own default (7 d) applies
 
 
-def test_a_supervised_loader_keeps_sparks_scratch_beside_its_checkpoint(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A loader the harness kills with kill -9 leaves its spark-* folder in the run's folder."""
-    from harness.loaders import config, process
-    from loader.config import SparkConfig
-
-    # No provisioned jars or JDK needed: the settings pass through as given.
-    monkeypatch.setattr(config, "provisioned_spark", lambda cache, spark: spark or SparkConfig())
-    stack = _stack(tmp_path)
-    stack.config.cache_dir = tmp_path / "cache"
-    settings = process.LoaderSettings("l1", "lake.s.t", ("t",))
-    cfg = process.loader_config(settings, stack, tmp_path / "loader" / "checkpoint")
-    assert cfg.spark.local_dir == str(tmp_path / "loader" / "spark-local")
-    own = process.LoaderSettings("l1", "lake.s.t", ("t",), extra={"spark.local_dir": "/x"})
-    assert process.loader_config(own, stack, tmp_path / "c").spark.local_dir == "/x"
-    # [spark] settings given as a mapping (the bench's jit) keep the scratch folder.
-    tiered = process.LoaderSettings("l1", "lake.s.t", ("t",), extra={"spark": {"jit": "tiered"}})
-    cfg = process.loader_config(tiered, stack, tmp_path / "loader" / "checkpoint")
-    assert (cfg.spark.jit, cfg.spark.local_dir) == (
-        "tiered",
-        str(tmp_path / "loader" / "spark-local"),
-    )
-    # [kafka] settings given as a mapping (the bench's first slice) join the scenario's.
-    sliced = process.LoaderSettings(
-        "l1",
-        "lake.s.t",
-        ("t",),
-        max_offsets_per_trigger=500,
-        extra={"kafka": {"first_slice_records": 0}},
-    )
-    cfg = process.loader_config(sliced, stack, tmp_path / "c")
-    assert (cfg.kafka.max_offsets_per_trigger, cfg.kafka.first_slice_records) == (500, 0)
-
-
 def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     """The stub stack, with the Spark settings passed through (no provisioned jars needed)."""
     from harness.loaders import config
@@ -97,70 +65,112 @@ def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace
     return stack
 
 
+def test_a_supervised_loader_keeps_sparks_scratch_beside_its_checkpoint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loader the harness kills with kill -9 leaves its spark-* folder in the run's folder."""
+    from harness.loaders.icefloe import icefloe_config
+    from harness.loaders.process import placed
+
+    stack = _offline(tmp_path, monkeypatch)
+    checkpoint = tmp_path / "loader" / "checkpoint"
+    cfg = placed(icefloe_config(stack, "lake.s.t", ("t",), loader_id="l1"), checkpoint)
+    assert cfg.spark.local_dir == str(tmp_path / "loader" / "spark-local")
+    assert cfg.checkpoint_location == str(checkpoint)
+    # A scratch folder or checkpoint given as a setting wins.
+    own = icefloe_config(stack, "lake.s.t", ("t",), {"spark.local_dir": "/x"}, loader_id="l1")
+    assert placed(own, tmp_path / "c").spark.local_dir == "/x"
+    # [spark] settings given as a section's table (the bench's jit) keep the scratch folder.
+    tiered = icefloe_config(stack, "lake.s.t", ("t",), {"spark": {"jit": "quick"}}, loader_id="l")
+    cfg = placed(tiered, checkpoint)
+    assert (cfg.spark.jit, cfg.spark.local_dir) == (
+        "quick",
+        str(tmp_path / "loader" / "spark-local"),
+    )
+    # [kafka] settings as a section's table (the bench's first slice) join those by dotted key.
+    settings = {"kafka.max_offsets_per_trigger": 500, "kafka": {"first_slice_records": 0}}
+    cfg = icefloe_config(stack, "lake.s.t", ("t",), settings, loader_id="l1")
+    assert (cfg.kafka.max_offsets_per_trigger, cfg.kafka.first_slice_records) == (500, 0)
+
+
 def test_a_harness_loader_takes_the_loaders_defaults(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.loaders import process
+    """One record, one default: what a harness loader leaves out is the loader's own, and the
+    harness means something else in one setting only (``HARNESS_SETTINGS``, which says why)."""
+    from harness.loaders.icefloe import HARNESS_SETTINGS, icefloe_config
     from harness.scenarios.loaders import LoaderOptions
     from loader.config import LoaderConfig
-    from loader.settings import default
+    from loader.settings import default, keys
 
-    settings = process.LoaderSettings("l1", "lake.s.t", ("t",))
-    cfg = process.loader_config(settings, _offline(tmp_path, monkeypatch), tmp_path / "c")
-    for key in ("trigger_interval", "lease_ttl", "exactly_once", "fencing", "dead_letter_topic"):
-        assert getattr(cfg, key) == default(LoaderConfig, key), key
-    assert settings.trigger_interval_s == cfg.trigger_interval
+    cfg = icefloe_config(_offline(tmp_path, monkeypatch), "lake.s.t", ("t",), loader_id="l1")
+    stacks = {"table", "loader_id", "metrics_port", "spark.jars", "spark.java_home"}
+    for key in keys(LoaderConfig):
+        if key.key in stacks or key.key.startswith(("kafka.bootstrap", "kafka.topics", "catalog.")):
+            continue
+        if not key.from_file and not key.setting.secret:
+            value = cfg
+            for part in key.key.split("."):
+                value = getattr(value, part)
+            assert value == default(LoaderConfig, key.key), key.key
+    assert cfg.kafka.max_offsets_per_trigger == 500_000  # the loader's, not "no limit"
     options = LoaderOptions()
     assert options.loader_settings() == {}  # nothing set: the loader's own defaults apply
     assert options.trigger_s == cfg.trigger_interval
-    # The one harness default of its own: no batch limit (NO_BATCH_LIMIT says why).
-    assert settings.max_offsets_per_trigger is None and options.max_rate is None
-    for name, key in process.LOADER_KEYS.items():
-        own = getattr(process.LoaderSettings, name)
-        assert own == (None if name == "max_offsets_per_trigger" else default(LoaderConfig, key))
+    assert options.max_rate is None  # the harness's own: no cap
+    assert HARNESS_SETTINGS == {"kafka.max_offsets_per_trigger": 0}
 
 
 def test_a_harness_loader_without_a_batch_limit_runs_without_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What the harness believes is what the loader process reads from the file."""
-    from harness.loaders import process
+    from harness.loaders.base import LoaderTarget
+    from harness.loaders.icefloe import IcefloeKind
+    from harness.loaders.process import SECRET_ENV
+    from harness.scenarios.loaders import LoaderOptions
     from loader.config import load_config
 
     stack = _offline(tmp_path, monkeypatch)
-    for cap in (None, 300):
-        settings = process.LoaderSettings("l1", "lake.s.t", ("t",), max_offsets_per_trigger=cap)
-        cfg = process.loader_config(settings, stack, tmp_path / "c")
+    for table, cap in (({}, None), ({"kafka.max_offsets_per_trigger": 300}, 300)):
+        options = LoaderOptions.read(table, "t")
+        settings = options.loader_settings()
+        target = LoaderTarget("l1", "lake.s.t", ("t",), None, tmp_path, settings=settings)
+        cfg = IcefloeKind().config(target, stack)
         path = tmp_path / "loader.toml"
         path.write_text(cfg.to_toml())
-        again = load_config(path, env={process.SECRET_ENV: "s3cr3t"})
+        again = load_config(path, env={SECRET_ENV: "s3cr3t"})
         assert again == cfg and again.kafka.max_offsets_per_trigger == cap
+        assert options.max_rate == (None if cap is None else cap / options.trigger_s)
 
 
-def test_extra_settings_are_read_as_the_loader_reads_them(
+def test_settings_are_read_as_the_loader_reads_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.loaders import process
+    from harness.loaders.icefloe import icefloe_config
     from loader.errors import ConfigError
 
     stack = _offline(tmp_path, monkeypatch)
-    extra = {"trigger_interval": "2s", "max_record_bytes": 10, "kafka.max_offsets_per_trigger": "0"}
-    settings = process.LoaderSettings(
-        "l1", "lake.s.t", ("t",), max_offsets_per_trigger=9, extra=extra
-    )
-    cfg = process.loader_config(settings, stack, tmp_path / "c")
+    settings = {
+        "trigger_interval": "2s",
+        "max_record_bytes": 10,
+        "kafka.max_offsets_per_trigger": "0",
+    }
+    cfg = icefloe_config(stack, "lake.s.t", ("t",), settings, loader_id="l1", origin="the test")
     assert (cfg.trigger_interval, cfg.max_record_bytes) == (2.0, 10)
-    assert cfg.kafka.max_offsets_per_trigger is None  # extra wins over the field
+    assert cfg.kafka.max_offsets_per_trigger is None
     assert cfg.catalog.s3_secret_key is not None and cfg.catalog.s3_secret_key.reveal() == "s3cr3t"
-    bad = process.LoaderSettings("l1", "lake.s.t", ("t",), extra={"trigger_interval": "soon"})
-    with pytest.raises(ConfigError, match=r"trigger_interval \(from the loader's extra"):
-        process.loader_config(bad, stack, tmp_path / "c")
-    with pytest.raises(ConfigError, match="unknown setting 'trigger_intervall'"):
-        process.loader_config(
-            process.LoaderSettings("l1", "lake.s.t", ("t",), extra={"trigger_intervall": 1}),
+    with pytest.raises(ConfigError, match=r"trigger_interval \(from the test\)"):
+        icefloe_config(
             stack,
-            tmp_path / "c",
+            "lake.s.t",
+            ("t",),
+            {"trigger_interval": "soon"},
+            loader_id="l1",
+            origin="the test",
         )
+    with pytest.raises(ConfigError, match="unknown setting 'trigger_intervall'"):
+        icefloe_config(stack, "lake.s.t", ("t",), {"trigger_intervall": 1}, loader_id="l1")
 
 
 def _options(parser: object, *path: str) -> set[str]:
@@ -185,28 +195,38 @@ def test_loader_start_takes_the_setting_flags_of_load() -> None:
 def test_loader_start_flags_become_the_loaders_settings(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.cli.loader import settings_from_flags
-    from harness.loaders import process
+    """``icefloe loader start`` runs the loader's own defaults (its batch cap included), but
+    for its loader id and metrics port."""
+    from harness.cli.loader import start_flags
+    from harness.loaders.background import flags_config
     from loader.config import LoaderConfig
     from loader.errors import ConfigError
     from loader.settings import default, flag_values
 
+    stack = _offline(tmp_path, monkeypatch)
     argv = ["loader", "start", "--name", "w", "--table", "lake.s.t", "--kafka-topics", "a,b"]
-    argv += ["--lease-ttl", "15s", "--kafka-max-offsets-per-trigger", "0"]
-    flags = flag_values(LoaderConfig, build_parser().parse_args(argv))
-    settings = settings_from_flags("w", flags, lambda: 59401)
-    assert (settings.loader_id, settings.topics) == ("icefloe-w", ("a", "b"))
-    # Its own fields say what runs (they are saved for the next start and read by status).
-    assert (settings.lease_ttl_s, settings.max_offsets_per_trigger) == (15.0, None)
-    assert settings.extra == {"metrics_port": "59401"}
-    cfg = process.loader_config(settings, _offline(tmp_path, monkeypatch), tmp_path / "c")
-    assert (cfg.lease_ttl, cfg.metrics_port) == (15.0, 59401)
-    assert cfg.trigger_interval == default(LoaderConfig, "trigger_interval")  # not 3 s
-    assert cfg.kafka.max_offsets_per_trigger is None
+    flags = start_flags(
+        "w", flag_values(LoaderConfig, build_parser().parse_args(argv)), lambda: 59401
+    )
+    assert flags == {
+        "table": "lake.s.t",
+        "kafka.topics": "a,b",
+        "loader_id": "icefloe-w",
+        "metrics_port": "59401",
+    }
+    cfg = flags_config(stack, flags)
+    assert (cfg.loader_id, cfg.kafka.topics, cfg.metrics_port) == ("icefloe-w", ("a", "b"), 59401)
+    for key in ("trigger_interval", "lease_ttl", "kafka.max_offsets_per_trigger"):
+        section = cfg.kafka if key.startswith("kafka.") else cfg
+        assert getattr(section, key.rsplit(".", 1)[-1]) == default(LoaderConfig, key), key
+    argv += ["--lease-ttl", "15s", "--kafka-max-offsets-per-trigger", "0", "--loader-id", "x"]
+    flags = start_flags("w", flag_values(LoaderConfig, build_parser().parse_args(argv)), lambda: 1)
+    cfg = flags_config(stack, flags)
+    assert (cfg.lease_ttl, cfg.kafka.max_offsets_per_trigger, cfg.loader_id) == (15.0, None, "x")
     with pytest.raises(ValueError, match="--kafka-topics"):
-        settings_from_flags("w", {"table": "lake.s.t"}, lambda: 1)
+        flags_config(stack, {"table": "lake.s.t", "loader_id": "x"})
     with pytest.raises(ConfigError, match=r"trigger_interval \(from the command line\)"):
-        settings_from_flags("w", {**flags, "trigger_interval": "soon"}, lambda: 1)
+        flags_config(stack, {**flags, "trigger_interval": "soon"})
 
 
 def test_a_scenario_loader_is_the_loaders_own_config_with_its_defaults(
@@ -235,19 +255,90 @@ def test_a_scenario_loader_is_the_loaders_own_config_with_its_defaults(
         assert getattr(plain, key) == default(LoaderConfig, key), key
     assert plain.kafka.max_offsets_per_trigger is None  # the harness's own: no cap
     assert plain.dead_letter_topic == "t.dlq" and plain.checkpoint_location.endswith("checkpoint")
-    tuned = config(
-        LoaderOptions(
-            trigger_interval_s=2.0, max_offsets_per_trigger=300, lease_ttl_s=8.0,
-            exactly_once=False, transform={"unnest": "/data"},
-            settings={"catalog.read_timeout": "4s"},
-        )
-    )  # fmt: skip
+    # As a file reads: TOML dotted keys are nested tables, a quoted dotted key is one key.
+    table = tomllib.loads(
+        """
+        trigger_interval = 2.0
+        lease_ttl = "8s"
+        exactly_once = false
+        kafka.max_offsets_per_trigger = 300
+        "catalog.read_timeout" = "4s"
+        transform = { unnest = "/data" }
+        kill_after_commit = 1
+        """
+    )
+    options = LoaderOptions.read(table, "t: [loader]")
+    assert options.kill_after_commit == 1 and "kill_after_commit" not in options.settings
+    tuned = config(options)
     assert (tuned.trigger_interval, tuned.lease_ttl, tuned.exactly_once) == (2.0, 8.0, False)
     assert tuned.kafka.max_offsets_per_trigger == 300 and tuned.catalog.read_timeout == 4.0
     assert tuned.transform.unnest == "/data"
+    assert options.loader_settings(tuning=False).keys() == {
+        "lease_ttl", "exactly_once", "catalog.read_timeout", "transform.unnest"
+    }  # fmt: skip
     for cfg in (plain, tuned):
         path = tmp_path / "loader.toml"
         path.write_text(cfg.to_toml())
         assert load_config(path, env={SECRET_ENV: "s3cr3t"}) == cfg
     trigger = default(LoaderConfig, "trigger_interval")
     assert kind.settle_s(LoaderTarget("l", "t", ("t",), None, tmp_path)) == 2 * trigger
+    # A break or a configure_loader step changes what it names; an empty section's table
+    # drops that section's settings.
+    changed = options.updated({"kafka": {"first_slice_records": 0}, "transform": {}}, "b")
+    assert changed.settings["kafka.max_offsets_per_trigger"] == 300
+    assert changed.settings["kafka.first_slice_records"] == 0
+    assert not any(k.startswith("transform.") for k in changed.settings)
+    assert options.settings["transform.unnest"] == "/data"  # frozen: a new one is made
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    trigger=st.floats(0.01, 3600.0, allow_nan=False) | st.sampled_from(["500ms", "2s", "1m"]),
+    cap=st.none() | st.integers(0, 2**40),
+    lease=st.none() | st.floats(3601.0, 10**6, allow_nan=False),
+    flags=st.fixed_dictionaries(
+        {},
+        optional={
+            "exactly_once": st.booleans(),
+            "fencing": st.booleans(),
+            "max_record_bytes": st.integers(1, 2**40),
+            "catalog.read_timeout": st.sampled_from(["4s", 8.5, "1m"]),
+            "spark.jit": st.sampled_from(["quick", "tiered"]),
+            "kafka.first_slice_records": st.integers(0, 2**20),
+        },
+    ),
+)
+def test_generated_scenario_loaders_round_trip_through_their_file(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    trigger: float | str,
+    cap: int | None,
+    lease: float | None,
+    flags: dict[str, object],
+) -> None:
+    """Generated [loader] tables (no limit included: a cap of 0, or none given) through the
+    harness's path into the loader's file and back: the loader reads what the harness built."""
+    from harness.loaders.base import LoaderTarget
+    from harness.loaders.icefloe import IcefloeKind
+    from harness.loaders.process import SECRET_ENV, placed
+    from harness.scenarios.loaders import LoaderOptions
+    from loader.config import load_config
+
+    table: dict[str, object] = {"trigger_interval": trigger, **flags}
+    if cap is not None:
+        table["kafka.max_offsets_per_trigger"] = cap
+    if lease is not None:
+        table["lease_ttl"] = lease
+    options = LoaderOptions.read(table, "generated")
+    target = LoaderTarget("l1", "lake.s.t", ("t",), "t.dlq", tmp_path, settings=options.settings)
+    cfg = placed(IcefloeKind().config(target, _offline(tmp_path, monkeypatch)), tmp_path / "c")
+    path = tmp_path / "loader.toml"
+    path.write_text(cfg.to_toml())
+    again = load_config(path, env={SECRET_ENV: "s3cr3t"})
+    assert again == cfg
+    assert again.kafka.max_offsets_per_trigger == (cap or None)  # 0 and none: no limit
+    assert again.trigger_interval == options.trigger_s
+    limit = again.kafka.max_offsets_per_trigger
+    assert options.max_rate == (None if limit is None else limit / again.trigger_interval)

@@ -22,7 +22,9 @@ import pytest
 
 from harness import maintenance, verify
 from harness.history import History
-from harness.loaders.process import LoaderProcess, LoaderSettings
+from harness.loaders.base import TestHooks
+from harness.loaders.icefloe import icefloe_config
+from harness.loaders.process import LoaderProcess
 from harness.stack.tables import EVENT_ID_COLUMN
 from publisher.clock import ClockConfig
 from publisher.messages import GenerationConfig
@@ -54,16 +56,15 @@ def test_maintenance_while_loading_loses_and_doubles_nothing(
 ) -> None:
     table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory(partitions=3)
     first = _publish(stack, topic, tmp_path, seed=11, count=1500, rate=None)
-    settings = LoaderSettings(
+    config = icefloe_config(
+        stack,
+        table,
+        (topic,),
+        {"trigger_interval": 1.0, "kafka.max_offsets_per_trigger": 300},
         loader_id="maintenance-test",
-        table=table,
-        topics=(topic,),
-        trigger_interval_s=1.0,
-        max_offsets_per_trigger=300,
-        pause_at="publish",
-        pause_after_commits=3,
     )
-    loader = LoaderProcess(settings, stack, tmp_path / "loader", History(None))
+    hooks = TestHooks(pause_at="publish", pause_after_commits=3)
+    loader = LoaderProcess(config, stack, tmp_path / "loader", History(None), hooks=hooks)
     ledgers = [first]
     try:
         loader.start()

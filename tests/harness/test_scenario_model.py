@@ -9,7 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from harness.history import History, select
-from harness.loaders.process import LoaderProcess, LoaderSettings
+from harness.loaders.base import TestHooks
+from harness.loaders.icefloe import icefloe_config
+from harness.loaders.process import LoaderProcess
 from harness.provision import jdk, versions
 from harness.provision.layout import Layout
 from harness.scenarios import report
@@ -74,7 +76,18 @@ def test_profiles_substitute_variables() -> None:
             "timed by",
         ),
         ({**MINIMAL, "steps": [{"do": "schedule", "events": [{"fault": "burst"}]}]}, "at_s"),
-        ({**MINIMAL, "loader": {"trigger": 2}}, "unknown parameter"),
+        ({**MINIMAL, "loader": {"trigger": 2}}, "unknown key 'trigger'"),
+        # [loader] takes the loader's own keys, read by its codecs; old spellings name the new.
+        ({**MINIMAL, "loader": {"trigger_interval_s": 2}}, "old name: write trigger_interval"),
+        ({**MINIMAL, "loader": {"lease_ttl_s": 9}}, "old name: write lease_ttl"),
+        (
+            {**MINIMAL, "loader": {"max_offsets_per_trigger": 9}},
+            "write kafka.max_offsets_per_trigger",
+        ),
+        ({**MINIMAL, "loader": {"settings": {"fencing": False}}}, "'settings' is an old name"),
+        ({**MINIMAL, "loader": {"lease_ttl": "soon"}}, r"lease_ttl \(from : \[loader\]\) must"),
+        ({**MINIMAL, "loader": {"kafka": {"max_offsets_per_trigger": 1.5}}}, "an integer"),
+        ({**MINIMAL, "loader": {"pause_at": "later"}}, "'planned'"),
         ({**MINIMAL, "workload": {"key": "sideways"}}, "expected none"),
         ({**MINIMAL, "checks": [{"check": "exactly_twice"}]}, "unknown checker"),
         (
@@ -82,12 +95,12 @@ def test_profiles_substitute_variables() -> None:
                 **MINIMAL,
                 "breaks": {
                     "b": {
-                        "loader": {"exactly_once": "no"},
+                        "loader": {"exactly_once": "maybe"},
                         "expect": {"check": "x", "anomaly": "y"},
                     }
                 },
             },
-            "is not bool",
+            r"exactly_once \(from : break b\) must be true or false",
         ),
     ],
 )
@@ -129,9 +142,10 @@ def _provisioned_cache(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_loader_self_kill_hook_reaches_only_the_first_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = LoaderSettings("l", "lake.s.t", ("t",), kill_after_commit=1, self_kills=1)
     stack = _FakeStack(config=SimpleNamespace(cache_dir=_provisioned_cache(tmp_path, monkeypatch)))
-    loader = LoaderProcess(settings, stack, tmp_path, History(tmp_path / "h.jsonl"))
+    config = icefloe_config(stack, "lake.s.t", ("t",), loader_id="l")
+    hooks = TestHooks(kill_after_commit=1, self_kills=1)
+    loader = LoaderProcess(config, stack, tmp_path, History(tmp_path / "h.jsonl"), hooks=hooks)
     envs: list[dict[str, str]] = []
 
     def fake_start(argv: list[str], env: dict[str, str], cwd: Path) -> int:

@@ -68,7 +68,9 @@ class LoaderMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         seed = random.SystemRandom().randrange(2**31)
-        setup = RunSetup("loader_machine", LoaderOptions(trigger_interval_s=2.0), Workload())
+        setup = RunSetup(
+            "loader_machine", LoaderOptions.read({"trigger_interval": 2.0}, "machine"), Workload()
+        )
         self.run = Run(setup, self.stack, Path("reports") / "runs" / f"machine-{seed}", seed)
         self.run.setup()
         self.run.start_loader()

@@ -59,7 +59,7 @@ class BurstParams:
     Attributes:
         seconds: How long it lasts.
         rate: Messages per second (``None``: the loader's maximum rate,
-            ``max_offsets_per_trigger`` over the trigger interval).
+            ``kafka.max_offsets_per_trigger`` over the trigger interval).
         malformed_fraction: Share of malformed messages in it.
     """
 

@@ -65,14 +65,15 @@ def restart_loader(run: Any, p: RestartLoader) -> None:
 
 @dataclass(frozen=True)
 class ConfigureLoader:
-    """Loader settings (any of ``[loader]``) for its next start."""
+    """Loader options for its next start: any ``[loader]`` key (the test kit's, or a loader
+    setting by its dotted key), as written, checked when the file is read."""
 
     changes: Mapping[str, Any]
 
 
 def _parse_configure(raw: Mapping[str, Any], where: str, ctx: ParseContext) -> ConfigureLoader:
-    parsed = parse_params(LoaderOptions, {**ctx.loader, **raw}, where)
-    return ConfigureLoader({k: getattr(parsed, k) for k in raw})
+    LoaderOptions.read(ctx.loader, where).updated(raw, where)
+    return ConfigureLoader(dict(raw))
 
 
 @step("configure_loader", parse=_parse_configure)
