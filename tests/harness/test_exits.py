@@ -24,6 +24,11 @@ def _exit(
     return (t, "loader", "info", "exit", data)
 
 
+def _landed(t: float, *, pid: int) -> tuple[float, str, str, str, dict[str, Any]]:
+    """The loader's trace: a kill fired in process ``pid`` at a fault point."""
+    return (t, "loader", "info", "fault_landed", {"pid": pid, "point": "planned", "action": "kill"})
+
+
 def _fault(
     name: str, kind: str, lane: str, inject: float, heal: float | None
 ) -> list[tuple[float, str, str, str, dict[str, Any]]]:
@@ -49,18 +54,11 @@ def test_a_run_without_a_loader_compared_nothing() -> None:
 
 
 def test_exits_the_harness_caused_or_a_fault_point_fired_are_explained() -> None:
-    landed = (
-        9.0,
-        "loader",
-        "info",
-        "fault_landed",
-        {"pid": 8, "point": "planned", "action": "kill"},
-    )
     result = check(
         [
             _start(),
             _exit(5.0, -9, expected=True),  # a kill by the harness
-            landed,
+            _landed(9.0, pid=8),
             _exit(9.5, -9, pid=8),  # the loader's own kill at a point
             _exit(20.0, 0, expected=True, pid=9),  # the final stop
         ]
@@ -70,14 +68,7 @@ def test_exits_the_harness_caused_or_a_fault_point_fired_are_explained() -> None
 
 
 def test_the_forget_exit_causes_break_leaves_the_same_exits_unexplained() -> None:
-    landed = (
-        9.0,
-        "loader",
-        "info",
-        "fault_landed",
-        {"pid": 8, "point": "planned", "action": "kill"},
-    )
-    events = [_start(), _exit(5.0, -9, expected=True), landed, _exit(9.5, -9, pid=8)]
+    events = [_start(), _exit(5.0, -9, expected=True), _landed(9.0, pid=8), _exit(9.5, -9, pid=8)]
     history = History.of(events)
     assert run_check(CHECK, history, [], Observed(), {}).verdict == VALID
     broken = mutate_history(history, "forget_exit_causes")
