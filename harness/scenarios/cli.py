@@ -105,6 +105,13 @@ def add_soak_parser(subparsers: Any) -> argparse.ArgumentParser:
         "soak", help="generated fault schedules against one long-lived world for N minutes"
     )
     parser.add_argument("--minutes", type=float, default=60.0, help="how long to inject faults")
+    parser.add_argument(
+        "--without",
+        default="",
+        metavar="LANE[,LANE]",
+        help="lanes left out: loader,infra for a soak whose loader no fault stops "
+        "(lanes: loader, infra, maintenance, schema, topic, traffic)",
+    )
     _world_arguments(parser)
     parser.set_defaults(func=run_soak)
     return parser
@@ -195,7 +202,7 @@ def run_soak(args: argparse.Namespace) -> int:
         result = soak(
             _stack(args), args.minutes, reports_dir=args.reports, seed=args.seed,
             world=_world(args), listener=None if args.quiet else _progress(start),
-            loader=_loader_kind(args),
+            loader=_loader_kind(args), without=[n for n in args.without.split(",") if n],
         )  # fmt: skip
     except NotApplicable as exc:
         say(f"[yellow]not applicable[/] {escape(str(exc))}")

@@ -14,6 +14,7 @@ and ``break`` (small schedules, shrunk on failure, for a loader with a guard swi
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -497,6 +498,38 @@ def _assemble(lanes: Sequence[list[tuple[float, tuple[str, Any, float]]]]) -> Sc
 def lane_counts(schedule: Schedule) -> dict[str, int]:
     """Faults per kind, with loader kills and zombies named apart."""
     return dict(schedule.counts())
+
+
+def without_lanes(profile: Profile, lanes: Sequence[str]) -> Profile:
+    """``profile`` with ``lanes`` left out: nothing is drawn for them (a soak of maintenance and
+    schema faults with no loader fault: ``loader``, ``infra``).
+
+    Its minimums shrink to what the lanes kept can reach: the faults in proportion to the lanes'
+    smallest counts, the loader kills to none without the loader lane, and the kinds to one
+    (a kind's name in a lane is not the kind a schedule counts: ``kill_at_write`` is a
+    ``kill_loader``).
+
+    Raises:
+        ValueError: a lane the profile does not have, or none left.
+    """
+    unknown = sorted(set(lanes) - set(profile.lanes))
+    if unknown:
+        raise ValueError(f"no lane {unknown} in profile {profile.name}: {sorted(profile.lanes)}")
+    kept = {name: lane for name, lane in profile.lanes.items() if name not in lanes}
+    if not kept:
+        raise ValueError(f"every lane of profile {profile.name} left out")
+    if len(kept) == len(profile.lanes):
+        return profile
+    share = sum(lane.events[0] for lane in kept.values()) / sum(
+        lane.events[0] for lane in profile.lanes.values()
+    )
+    return dataclasses.replace(
+        profile,
+        lanes=kept,
+        min_faults=int(profile.min_faults * share),
+        min_loader_kills=profile.min_loader_kills if "loader" in kept else 0,
+        min_kinds=1,
+    )
 
 
 def schedules(profile: Profile) -> st.SearchStrategy[Schedule]:

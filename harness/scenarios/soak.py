@@ -27,7 +27,7 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,7 @@ from harness.scenarios.generate import (
     WorldOptions,
     scenario_doc,
     schedules,
+    without_lanes,
 )
 from harness.scenarios.landed import FaultCounts, fault_counts
 from harness.scenarios.loaders import LoaderOptions
@@ -279,6 +280,7 @@ def soak(
     world: WorldOptions | None = None,
     listener: Callable[[Event], None] | None = None,
     loader: Any = None,
+    without: Sequence[str] = (),
 ) -> SoakResult:
     """Play generated chapters against one world until ``minutes`` are up; check, report.
 
@@ -290,6 +292,8 @@ def soak(
         world: Loader overrides and the trickle.
         listener: Every history event (progress).
         loader: The kind of loader under test (``harness.loaders.kinds``; None: icefloe's).
+        without: Lanes left out (``generate.without_lanes``): ``loader`` and ``infra`` for a
+            soak whose loader no fault stops.
 
     Returns:
         What the soak did and found (its report is ``report.md`` in its folder).
@@ -309,7 +313,7 @@ def soak(
     world = world or WorldOptions()
     world = dataclasses.replace(world, loader={**SOAK_LOADER, **dict(world.loader)})
     seed = seed if seed is not None else random.SystemRandom().randrange(2**31)
-    profile = PROFILES["soak"]
+    profile = without_lanes(PROFILES["soak"], without)
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     run = Run(
         _setup(world), stack, reports_dir / "runs" / f"{stamp}-soak", seed, listener,
@@ -320,7 +324,10 @@ def soak(
     state = _Soak(stack, run, profile, began + minutes * 60, world)
     stop_sampling = threading.Event()
     threading.Thread(target=_sample_load, args=(stop_sampling, result.load), daemon=True).start()
-    run.history.record("info", "info", "soak", minutes=minutes, seed=seed, **run.names.as_dict())
+    run.history.record(
+        "info", "info", "soak", minutes=minutes, seed=seed, without=list(without),
+        **run.names.as_dict(),
+    )  # fmt: skip
     # A chapter runs several minutes; a few more examples than chapters can fit are allowed.
     examples = int(minutes // 4) + 2
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from harness.history import History
 from harness.scenarios.faults import FAULTS, build_fault
 from harness.scenarios.faults.loader import KillLoader, KillLoaderParams
-from harness.scenarios.generate import PROFILES, scenario_doc, schedules
+from harness.scenarios.generate import PROFILES, scenario_doc, schedules, without_lanes
 from harness.scenarios.model import parse
 from harness.scenarios.params import ParamError, as_dict, parse_params
 from harness.scenarios.player import SchedulePlayer
@@ -45,6 +45,26 @@ def test_ci_schedules_have_forty_faults_and_ten_loader_kills(schedule: Schedule)
     loader = [f.params for f in schedule.faults if f.lane == "loader"]
     assert all(p.restart == "launch" for p in loader if f_kind(p) == "kill")
     assert all(p.successor == "took_over" for p in loader if f_kind(p) == "zombie")
+
+
+NO_LOADER_FAULTS = without_lanes(PROFILES["soak"], ["loader", "infra"])
+
+
+@FAST
+@given(schedules(NO_LOADER_FAULTS))
+def test_a_soak_without_its_loader_and_infra_lanes_draws_neither(schedule: Schedule) -> None:
+    lanes = {f.lane for f in schedule.faults}
+    assert {"maintenance", "schema", "traffic"} <= lanes and not lanes & {"loader", "infra"}
+    assert len(schedule.faults) >= NO_LOADER_FAULTS.min_faults > 0
+    assert "kill_loader" not in schedule.counts()
+
+
+def test_leaving_out_an_unknown_lane_or_every_lane_is_refused() -> None:
+    with pytest.raises(ValueError, match="no lane"):
+        without_lanes(PROFILES["soak"], ["loaders"])
+    with pytest.raises(ValueError, match="every lane"):
+        without_lanes(PROFILES["ci"], list(PROFILES["ci"].lanes))
+    assert without_lanes(PROFILES["ci"], []) is PROFILES["ci"]
 
 
 def f_kind(params: Any) -> str:
