@@ -15,8 +15,10 @@ coordinates of the letters Kafka acknowledged until their batch commits, so a
 batch planned again (main moved, a schema change, a lost commit answer) sends
 only the letters not sent yet. Across processes (a kill after the flush and
 before the commit), every publishing commit records how far this loader's
-letters reach in each dead-letter partition (``keys.TABLE_DEAD_LETTER_OFFSETS``);
-a new process reads the dead-letter topic from there to its end once at start
+letters reach in each dead-letter partition (``keys.TABLE_DEAD_LETTER_OFFSETS``),
+but never past a letter whose record that commit does not cover (a batch planned
+smaller after a restart leaves letters of a bigger one behind it); a new process
+reads the dead-letter topic from there to its end once at start
 (``DeadLetterProducer.recover``), and the letters it finds from this loader for
 records the table does not hold yet count as sent. What is left: a frozen
 process of the same loader that sends letters after its successor's start
@@ -44,6 +46,7 @@ __all__ = [
     "Coordinate",
     "DeadLetterFailed",
     "DeadLetterProducer",
+    "pending_letter",
     "pending_letters",
     "positions_from_json",
     "positions_to_json",
@@ -118,6 +121,9 @@ class DeadLetterProducer:
         self.positions: dict[int, int] = {}
         """The next offset after this loader's newest acknowledged letter, per partition of
         the dead-letter topic (or the topic's end when this process started)."""
+        self.placed: dict[Coordinate, tuple[int, int]] = {}
+        """Where each letter of a record not committed yet sits in the dead-letter topic
+        (partition, offset), by its source: sent by this process or found by ``recover``."""
 
     def send(self, rejects: Iterable[Reject], sent: set[Coordinate] | None = None) -> int:
         """Produce the dead letters and wait until Kafka has them all.
@@ -145,6 +151,7 @@ class DeadLetterProducer:
             partition, offset = msg.partition(), msg.offset()
             if offset is not None and offset >= 0:
                 self.positions[partition] = max(self.positions.get(partition, 0), offset + 1)
+                self.placed[source] = (partition, offset)
 
         count = 0
         for reject in rejects:
@@ -261,6 +268,7 @@ class DeadLetterProducer:
         consumer.assign(starts)
         left = {tp.partition for tp in starts}
         headers: list[list[tuple[str, bytes | None]]] = []
+        places: list[tuple[int, int]] = []
         deadline = time.monotonic() + RECOVER_TIMEOUT_S
         while left:
             if time.monotonic() > deadline:
@@ -277,9 +285,38 @@ class DeadLetterProducer:
                     continue
                 raise DeadLetterFailed(f"dead-letter topic {self.topic!r}: {msg.error()}")
             headers.append(list(msg.headers() or []))
+            places.append((msg.partition(), msg.offset()))
             if msg.offset() + 1 >= ends.get(msg.partition(), 0):
                 left.discard(msg.partition())
-        return pending_letters(headers, self.loader_id, committed, table=self.table)
+        found: set[Coordinate] = set()
+        for letter, place in zip(headers, places, strict=True):
+            source = pending_letter(letter, self.loader_id, committed, table=self.table)
+            if source is not None:
+                found.add(source)
+                self.placed[source] = place
+        return found
+
+    def positions_for(self, committed: Mapping[str, Mapping[int, int]]) -> dict[int, int]:
+        """The positions a commit up to ``committed`` records: ``positions``, held back in each
+        partition to the first letter whose record that commit does not cover, so the next
+        process's ``recover`` reads that letter again and does not send it twice.
+
+        Args:
+            committed: the next offset of every source partition once the commit lands.
+        """
+        out = dict(self.positions)
+        for (topic, partition, offset), (at_partition, at) in self.placed.items():
+            if offset >= committed.get(topic, {}).get(partition, 0):
+                out[at_partition] = min(out.get(at_partition, at), at)
+        return out
+
+    def forget(self, committed: Mapping[str, Mapping[int, int]]) -> None:
+        """Forget where the letters sit whose records ``committed`` covers."""
+        self.placed = {
+            (topic, partition, offset): at
+            for (topic, partition, offset), at in self.placed.items()
+            if offset >= committed.get(topic, {}).get(partition, 0)
+        }
 
     def close(self) -> None:
         """Flush what is left."""
@@ -324,27 +361,35 @@ def pending_letters(
     Returns:
         The coordinates at or above the committed offset of their partition.
     """
-    found: set[Coordinate] = set()
-    for headers in letters:
-        stamp: dict[str, str] = {}
-        for key, value in headers:  # the loader's stamp comes last: it wins over a source's
-            if value is not None:
-                stamp[key] = value.decode("utf-8", "replace")
-        sent_for = stamp.get(keys.DLQ_TABLE)
-        ours = (
-            sent_for == table if sent_for and table else stamp.get(keys.DLQ_LOADER_ID) == loader_id
-        )
-        if not ours:
-            continue
-        try:
-            topic = stamp[keys.DLQ_SOURCE_TOPIC]
-            partition = int(stamp[keys.DLQ_SOURCE_PARTITION])
-            offset = int(stamp[keys.DLQ_SOURCE_OFFSET])
-        except (KeyError, ValueError):
-            continue
-        if offset >= committed.get(topic, {}).get(partition, 0):
-            found.add((topic, partition, offset))
-    return found
+    found = (pending_letter(h, loader_id, committed, table=table) for h in letters)
+    return {source for source in found if source is not None}
+
+
+def pending_letter(
+    headers: Iterable[tuple[str, bytes | None]],
+    loader_id: str,
+    committed: Mapping[str, Mapping[int, int]],
+    *,
+    table: str = "",
+) -> Coordinate | None:
+    """The source of one letter, if it is pending (:func:`pending_letters`); else None."""
+    stamp: dict[str, str] = {}
+    for key, value in headers:  # the loader's stamp comes last: it wins over a source's
+        if value is not None:
+            stamp[key] = value.decode("utf-8", "replace")
+    sent_for = stamp.get(keys.DLQ_TABLE)
+    ours = sent_for == table if sent_for and table else stamp.get(keys.DLQ_LOADER_ID) == loader_id
+    if not ours:
+        return None
+    try:
+        topic = stamp[keys.DLQ_SOURCE_TOPIC]
+        partition = int(stamp[keys.DLQ_SOURCE_PARTITION])
+        offset = int(stamp[keys.DLQ_SOURCE_OFFSET])
+    except (KeyError, ValueError):
+        return None
+    if offset < committed.get(topic, {}).get(partition, 0):
+        return None
+    return (topic, partition, offset)
 
 
 def positions_to_json(topic: str, positions: Mapping[int, int]) -> str:

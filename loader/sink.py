@@ -323,7 +323,10 @@ class BatchSink:
                 max_timestamp_ms=newest,
             )
             write_started = time.monotonic()
-            self._write(batch.rows(), props, state, batch_id, attempt, lambda: _newest_prop(newest))
+            self._write(
+                batch.rows(), props, state, batch_id, attempt, lambda: _newest_prop(newest),
+                plan.next_offsets,
+            )  # fmt: skip
         finally:
             batch.release()
         self._committed_batch(plan.next_offsets, rows)
@@ -348,6 +351,7 @@ class BatchSink:
         batch_id: int,
         attempt: int,
         audit: Callable[[], dict[str, str] | None],
+        offsets: Offsets,
     ) -> None:
         """Write the batch's rows as one snapshot and make it the table's current one.
 
@@ -358,6 +362,7 @@ class BatchSink:
         Args:
             audit: called once the snapshot is staged; gives the table properties to set with
                 the publish, or None to leave the staged snapshot unpublished (``_Declined``).
+            offsets: the next offset of every partition once the batch is committed.
 
         Raises:
             MainMoved: the publish was refused because main moved.
@@ -382,7 +387,7 @@ class BatchSink:
         properties = dict(audited)
         if self.dead_letters is not None:
             properties[keys.TABLE_DEAD_LETTER_OFFSETS] = positions_to_json(
-                self.dead_letters.topic, self.dead_letters.positions
+                self.dead_letters.topic, self.dead_letters.positions_for(offsets)
             )
         self.faults.reached("commit_sent", self.commits)
         try:
@@ -451,7 +456,7 @@ class BatchSink:
 
         write_started = time.monotonic()
         try:
-            self._write(single.rows, props, state, batch_id, attempt, audit)
+            self._write(single.rows, props, state, batch_id, attempt, audit, plan.next_offsets)
         except _Declined:
             self._clean = False
             log.info(
@@ -522,6 +527,8 @@ class BatchSink:
             for topic, partition, offset in self._sent
             if offset >= committed.get(topic, {}).get(partition, 0)
         }
+        if self.dead_letters is not None:
+            self.dead_letters.forget(committed)
 
     def _check_owner(self, state: TableState) -> None:
         check_owner(str(self.config.table), self.config.loader_id, self.instance, state.lease)

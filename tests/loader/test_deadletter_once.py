@@ -7,7 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from loader import keys
-from loader.deadletter import pending_letters, positions_from_json, positions_to_json
+from loader.config import KafkaConfig
+from loader.deadletter import (
+    DeadLetterProducer,
+    pending_letters,
+    positions_from_json,
+    positions_to_json,
+)
 
 
 def letter(loader: str, topic: str, partition: int, offset: int) -> list[tuple[str, bytes]]:
@@ -68,3 +74,24 @@ def test_letters_for_the_same_table_count_whichever_loader_sent_them() -> None:
     ]
     found = pending_letters(letters, "me", {}, table="lake.s.t")
     assert found == {("events", 0, 10), ("events", 0, 12)}
+
+
+def test_a_commit_records_no_position_past_a_letter_whose_record_it_does_not_cover() -> None:
+    # A killed process sent letters for records up to offset 80 of partition 1 (dead-letter
+    # offsets 10-12); its successor planned a smaller batch and commits up to 70 only. The
+    # position it records must stay at the letter of record 75, or the next start skips it
+    # and sends that letter again.
+    producer = DeadLetterProducer(
+        KafkaConfig(bootstrap="127.0.0.1:1", topics=("events",)), "dlq", "me"
+    )
+    producer.positions = {0: 13, 1: 4}
+    producer.placed = {
+        ("events", 1, 60): (0, 10),
+        ("events", 1, 75): (0, 11),
+        ("events", 1, 80): (0, 12),
+    }
+    assert producer.positions_for({"events": {1: 70}}) == {0: 11, 1: 4}
+    assert producer.positions_for({"events": {1: 81}}) == {0: 13, 1: 4}
+    producer.forget({"events": {1: 70}})
+    assert set(producer.placed) == {("events", 1, 75), ("events", 1, 80)}
+    assert producer.positions_for({}) == {0: 11, 1: 4}
