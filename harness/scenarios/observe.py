@@ -162,7 +162,7 @@ def _regenerated(
         if not entries:
             continue
         workload = parse_params(Workload, event.data["workload"], "publish")
-        config = generation(workload, int(event.data["seed"]))
+        config = generation(workload, int(event.data["seed"]), event.data.get("pool_seed"))
         if as_sent:
             if workload.envelope or workload.camel_case:
                 continue

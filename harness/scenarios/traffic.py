@@ -81,14 +81,16 @@ def anchor_moment(text: str) -> dt.datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
-def generation(workload: Workload, seed: int) -> Any:
-    """The publisher's generation settings for a workload and a phase seed."""
+def generation(workload: Workload, seed: int, pool_seed: int | None = None) -> Any:
+    """The publisher's generation settings for a workload, a phase seed and the run's value
+    pools' seed (``GenerationConfig.pool_seed``)."""
     from publisher.clock import ClockConfig
     from publisher.drift import DriftConfig, ExtraFieldSpec
     from publisher.messages import GenerationConfig, KeySpec
 
     return GenerationConfig(
         seed=seed,
+        pool_seed=pool_seed,
         clock=ClockConfig(anchor=anchor_moment(workload.anchor), window_days=workload.window_days),
         key=KeySpec.parse(workload.key),
         partitions=workload.partitions,
@@ -186,7 +188,7 @@ class Traffic:
                 raise ValueError(f"publish phase {name!r} used twice")
             self.phases[name] = phase
         config = PublisherConfig(
-            generation=generation(workload, seed),
+            generation=generation(workload, seed, self.seed),
             ledger_dir=self.run_dir / "ledgers",
             progress=False,
             # New partitions must be seen within seconds, not librdkafka's 5 minutes.
@@ -201,6 +203,7 @@ class Traffic:
                 "publish",
                 phase=name,
                 seed=seed,
+                pool_seed=self.seed,
                 workload=as_dict(workload),
                 ledger=f"ledgers/{name}.jsonl",
             )

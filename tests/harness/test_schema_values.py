@@ -7,6 +7,7 @@ on the right values and to name a wrong one.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from harness.history import History
@@ -170,3 +171,45 @@ def test_a_column_whose_change_failed_is_left_out() -> None:
 def test_nothing_read_or_nothing_comparable_is_unknown() -> None:
     assert values({}).verdict == UNKNOWN
     assert values({"id-9": {"integer": 1}}).verdict == UNKNOWN
+
+
+def test_the_rows_compared_are_regenerated_with_the_phase_seed_and_the_runs_pools(
+    tmp_path: Any,
+) -> None:
+    """A phase's messages are regenerated for the check from the seed and the pool seed its
+    publish event names: the rows read back are compared with what was sent, not with rows of
+    another run's pools."""
+    import dataclasses as dc
+
+    from harness.scenarios.observe import observed
+    from harness.scenarios.traffic import Workload, as_dict, generation
+    from publisher.ledger import LedgerWriter
+    from publisher.messages import generate
+
+    workload = Workload(count=20)
+    sent = list(generate(generation(workload, 5, pool_seed=77), 20))
+    writer = LedgerWriter(tmp_path / "ledgers" / "p.jsonl", {"topic": "t"})
+    for i, m in enumerate(sent):
+        writer.message(i, "t", 0, i, 1000, None, m.event_id, m.kind, None, (), 1, None)
+    writer.close({})
+    history = hist(
+        (
+            "publish",
+            "invoke",
+            "publish",
+            {
+                "phase": "p",
+                "seed": 5,
+                "pool_seed": 77,
+                "workload": as_dict(workload),
+                "ledger": "ledgers/p.jsonl",
+            },
+        ),
+        ("read", "ok", "row_values", {"values": {m.event_id: {} for m in sent}}),
+    )
+    facts = observed(history, tmp_path, [], [("values_match_ledger", {})]).facts
+    assert facts["sent_rows"] == {m.event_id: json.loads(m.value) for m in sent if m.value}
+    other = dc.replace(generation(workload, 5), pool_seed=None)
+    assert facts["sent_rows"] != {
+        m.event_id: json.loads(m.value) for m in generate(other, 20) if m.value
+    }

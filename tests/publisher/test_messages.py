@@ -123,3 +123,20 @@ def test_config_rejects_nonsense(kwargs: dict[str, object]) -> None:
 
 def test_describe_is_json() -> None:
     json.dumps(GenerationConfig(seed=1).describe())
+
+
+def test_phases_sharing_a_pool_seed_draw_from_one_set_of_pools() -> None:
+    """``pool_seed`` seeds the value pools in place of ``seed``: two phases of one run build
+    them once, their rows still differ, and a phase regenerates exactly as it was sent."""
+    from publisher.rows import ReferencePools
+
+    def values(config: GenerationConfig) -> list[str | None]:
+        return [m.value for m in generate(config, 50)]
+
+    shared = [GenerationConfig(seed=s, pool_seed=99) for s in (1, 2)]
+    assert values(shared[0]) == values(GenerationConfig(seed=1, pool_seed=99))
+    assert values(shared[0]) != values(shared[1])
+    assert values(shared[0]) != values(GenerationConfig(seed=1))
+    pools = ReferencePools.for_seed(99)
+    strings = {json.loads(v)["string"] for c in shared for v in values(c) if v is not None}
+    assert strings - {None} <= set(pools.string.values)
