@@ -12,9 +12,11 @@
     icefloe verify TABLE --topic T   the table against the publisher's ledgers (cli/verify.py)
     icefloe workshop check N | reset | pictures  the workshop's checks (cli/workshop.py)
     icefloe bench         the loader beside its ceiling and a baseline (cli/bench.py)
-    icefloe scenario ...  list, run, check and generate scenarios (scenarios/cli.py)
-    icefloe soak ...      generated fault schedules for N minutes (scenarios/cli.py)
-    icefloe images ... | compose ...   the container path        (containers/)
+    icefloe scenario ...  list, run, check and generate scenarios (cli/scenario.py)
+    icefloe soak ...      generated fault schedules for N minutes (cli/scenario.py)
+    icefloe conformance   the scenarios against each loader, one table (cli/conformance.py)
+    icefloe images ...    the container images (cli/images.py)
+    icefloe compose ...   the compose stack (containers/compose.py)
 
 Every command that opens the stack takes ``--backend local|containers`` (default:
 $ICEFLOE_BACKEND, else the backend that brought the run directory's stack up, else local).
@@ -33,21 +35,22 @@ from rich.markup import escape
 
 from harness.cli import (
     bench,
+    conformance,
     demo,
+    images,
     load,
     loader,
     maintain,
     publish,
+    scenario,
     stack,
     table,
     topic,
     verify,
     workshop,
 )
-from harness.conformance import cli as conformance_cli
 from harness.console import say
-from harness.containers import compose, images_cli
-from harness.scenarios import cli as scenario_cli
+from harness.containers import compose
 from harness.stack.backends import BACKENDS
 
 
@@ -73,10 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_parser(sub)
     workshop.add_parser(sub)
     bench.add_parser(sub)
-    scenario_cli.add_parser(sub)
-    scenario_cli.add_soak_parser(sub)
-    conformance_cli.add_parser(sub)
-    images_cli.add_parser(sub)
+    scenario.add_parser(sub)
+    scenario.add_soak_parser(sub)
+    conformance.add_parser(sub)
+    images.add_parser(sub)
     compose.add_parser(sub)
     for command in sub.choices.values():
         # Also accepted after the command (`icefloe up --backend containers`).

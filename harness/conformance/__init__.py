@@ -4,6 +4,6 @@ Every scenario that applies to a loader (``harness.loaders.capabilities``) is ru
 and the hostile-inputs scenario (``scenarios/semantics/hostile_inputs.toml``) against every
 loader; ``table`` turns the results into the scenario x loader table (pass, or the anomalies
 with their counts, the seed and the file that reproduces them; not applicable, with the
-reason), ``semantics`` reads what each loader did with each malformed message, and ``cli``
-runs it all.
+reason), and ``semantics`` reads what each loader did with each malformed message. The command
+that runs it all is ``harness.cli.conformance``.
 """

@@ -119,7 +119,7 @@ def test_parts_of_a_run_merge_into_one_table(tmp_path: Path) -> None:
     """A conformance run split into short stack jobs: their JSON files make one table."""
     import json
 
-    from harness.conformance.cli import merge
+    from harness.cli.conformance import merge
 
     bad = CheckResult("exactly_once", "invalid", "", anomalies={"lost": _anomaly("lost", 1)})
     first = [table.from_result(_result(CheckResult("e", "valid", "")), "icefloe", "r")]

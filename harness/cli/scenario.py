@@ -1,4 +1,5 @@
-"""The ``icefloe scenario`` command: list scenarios, run one, some or all, with live progress.
+"""The ``icefloe scenario`` and ``icefloe soak`` commands: list scenarios, run one, some or all,
+with live progress; check finished runs; generate fault schedules; soak.
 
     icefloe scenario list [--profile ci|full]
     icefloe scenario run NAME|FILE [...] | --all  [--profile ci] [--seed N] [--break NAME]

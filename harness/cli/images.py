@@ -1,4 +1,5 @@
-"""`icefloe images build`: build the container images from the provisioning cache."""
+"""`icefloe images build | list`: build the container images from the provisioning cache, or list
+them with their fingerprints (the images themselves: `harness/containers/images.py`)."""
 
 from __future__ import annotations
 

@@ -165,11 +165,11 @@ def run(args: argparse.Namespace) -> int:
     if args.merge:
         say(f"conformance: {merge(args.merge, args.reports)}")
         return 0
+    from harness.cli.scenario import _progress, _stack
     from harness.conformance import semantics, table
     from harness.loaders.capabilities import needs, not_applicable
     from harness.loaders.kinds import resolve
     from harness.scenarios import model, report
-    from harness.scenarios.cli import _progress, _stack
     from harness.scenarios.runner import RunOptions, run_scenario
 
     kinds = [resolve(name) for name in (args.loader or DEFAULT_LOADERS)]
