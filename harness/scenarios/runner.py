@@ -34,6 +34,7 @@ from harness.scenarios.checkers import (
     summarize,
 )
 from harness.scenarios.engine import Run, RunSetup
+from harness.scenarios.invariants import main_commits
 from harness.scenarios.model import Scenario, parse
 from harness.scenarios.observe import (
     REFERENCE_VALUE_COLUMNS,
@@ -171,9 +172,11 @@ def mutate(found: Observed, mutation: str) -> Observed:
     Args:
         found: The real readings.
         mutation: ``drop_dead_letters`` (lose the first dead letter of each error kind),
-            ``duplicate_rows`` (count the first ten ids twice), ``change_values`` (add one to an
-            integer of the first five rows read for ``values_match_ledger``). The history's
-            own mutation (``forget_exit_causes``) leaves the readings as they are.
+            ``duplicate_dead_letters`` (read the first dead letter of each error kind twice,
+            as if the same loader had sent it again), ``duplicate_rows`` (count the first ten
+            ids twice), ``change_values`` (add one to an integer of the first five rows read
+            for ``values_match_ledger``). The history's own mutations
+            (:data:`HISTORY_MUTATIONS`) leave the readings as they are.
 
     Returns:
         The mutated readings.
@@ -191,6 +194,15 @@ def mutate(found: Observed, mutation: str) -> Observed:
                 continue
             kept.append(letter)
         return dataclasses.replace(found, dead_letters=kept)
+    if mutation == "duplicate_dead_letters":
+        again: list[DeadLetter] = []
+        seen: set[str] = set()
+        for letter in found.dead_letters:
+            kind = letter.headers.get(keys.DLQ_ERROR_KIND, "")
+            if kind not in seen:
+                seen.add(kind)
+                again.append(letter)
+        return dataclasses.replace(found, dead_letters=[*found.dead_letters, *again])
     if mutation == "change_values":
         rows = {eid: dict(v) for eid, v in found.reads.get("row_values", {}).items()}
         for values in list(rows.values())[:5]:
@@ -209,7 +221,7 @@ def mutate(found: Observed, mutation: str) -> Observed:
     raise ValueError(f"unknown mutation {mutation!r}")
 
 
-HISTORY_MUTATIONS = ("forget_exit_causes",)
+HISTORY_MUTATIONS = ("forget_exit_causes", "take_table_back")
 """Mutations of the recorded history rather than of what was read back."""
 
 
@@ -219,8 +231,17 @@ def mutate_history(history: History, mutation: str) -> History:
     ``forget_exit_causes`` takes out what explains each loader exit: the harness's own mark on
     an exit it caused (``expected``) and the loader's trace of the kills that fired in it
     (``loader``/``fault_landed``). Every exit then looks like one no fault caused, which
-    ``loader_exits_explained`` must report. Any other mutation leaves the history as it is.
+    ``loader_exits_explained`` must report.
+
+    ``take_table_back`` adds, after the newest commit read, a take-over by the process that
+    took the table over first, as a thawed zombie that claimed the table again after its
+    successor would make it: ``one_owner`` must report it (``taken_back``) once another
+    process has taken the table over in between.
+
+    Any other mutation leaves the history as it is.
     """
+    if mutation == "take_table_back":
+        return _take_table_back(history)
     if mutation != "forget_exit_causes":
         return history
     kept = []
@@ -393,3 +414,22 @@ def run_scenario(scenario: Scenario, stack: Any, options: RunOptions | None = No
         The result; a step that raises is reported in ``error`` (the checks are not run then).
     """
     return _ScenarioRun(scenario, stack, options or RunOptions()).execute()
+
+
+def _take_table_back(history: History) -> History:
+    commits = main_commits(history)
+    claims = [c for c in commits if c.get("claim") and c.get("instance")]
+    if not commits or not claims:
+        return history
+    newest = commits[-1]
+    again = {
+        **claims[0],
+        "snapshot": max(int(c["snapshot"]) for c in commits) + 1,
+        "parent": newest["snapshot"],
+        "time": float(newest["time"]) + 1.0,
+        "staged": None,
+    }
+    events = [(e.time, e.kind, e.phase, e.name, e.data) for e in history.events]
+    when = events[-1][0] if events else 0.0
+    events.append((when, "read", "ok", "commits", {"values": [again]}))
+    return History.of(events)

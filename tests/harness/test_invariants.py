@@ -331,3 +331,34 @@ def test_read_errors_are_counted_and_named() -> None:
     assert "3 reads failed (1 dead_letters, 2 ids)" in result.summary
     never = check("live_invariants", hist(failed))
     assert never.verdict == UNKNOWN and "1 reads failed" in never.summary
+
+
+# -- the breaks' mutations (``runner.mutate``, ``runner.mutate_history``) -------------------
+
+
+def test_the_take_table_back_break_makes_a_valid_history_fail_one_owner() -> None:
+    """After a take-over by a second process, the first one's take-over again is ``taken_back``;
+    with one process only, nobody's hold ended and the mutation cannot be seen."""
+    from harness.scenarios.runner import mutate_history
+
+    history = hist(
+        commits(commit(1, "p1", claim=True), commit(2, "p1", staged=True)),
+        commits(commit(3, "p2", claim=True, loader="b"), commit(4, "p2", staged=True)),
+    )
+    assert check("one_owner", history).verdict == VALID
+    broken = check("one_owner", mutate_history(history, "take_table_back"))
+    assert broken.verdict == INVALID and broken.anomalies["taken_back"].count == 1
+    alone = hist(commits(commit(1, "p1", claim=True), commit(2, "p1", staged=True)))
+    assert check("one_owner", mutate_history(alone, "take_table_back")).verdict == VALID
+
+
+def test_the_duplicate_dead_letters_break_makes_a_valid_read_fail_both_letter_checks() -> None:
+    from harness.scenarios.runner import mutate
+
+    history = hist(("read", "ok", "dead_letters", {"values": [letter(3)]}))
+    observed = Observed({}, dead_letters(history))
+    for name in ("dead_letters_match_ledger", "dead_letter"):
+        assert run_check(name, history, LEDGER, observed).verdict == VALID
+        broken = run_check(name, history, LEDGER, mutate(observed, "duplicate_dead_letters"))
+        assert broken.verdict == INVALID
+        assert broken.anomalies["duplicated_dead_letter"].examples == [f"{TOPIC}/0@3 x2"]
