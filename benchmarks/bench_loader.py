@@ -38,7 +38,7 @@ from harness.bench.freshness import latencies, publish_numbered, watch_sequence
 from harness.bench.stages import kafka_records
 from harness.bench.workload import create_topic, publish_alternating, reference_values
 from harness.loaders.config import stack_loader_config
-from harness.scenarios.checkers import percentile
+from harness.scenarios.checks.checkers import percentile
 from harness.stack.lakehouse import Stack
 from harness.stack.tables import create_table_sql
 from loader.batch import decode_arrow

@@ -2,7 +2,7 @@
 
 What a user (or the demo, or a workshop check) asks after loading: is every valid message in
 the table exactly once, and is every malformed message in the dead-letter topic once? The
-comparisons are the scenario checks' own (``harness.scenarios.compare``: one verdict per
+comparisons are the scenario checks' own (``harness.scenarios.checks.compare``: one verdict per
 property); the readers here fetch the event ids through Trino and the dead letters' headers
 from Kafka.
 """
@@ -13,8 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.scenarios import compare
-from harness.scenarios.compare import DeadLetterVerdict, RowVerdict, compare_rows
+from harness.scenarios.checks import compare
+from harness.scenarios.checks.compare import DeadLetterVerdict, RowVerdict, compare_rows
 from publisher.ledger import Ledger
 from publisher.producer import DEFAULT_LEDGER_DIR
 
@@ -34,7 +34,7 @@ def compare_dead_letters(
     letters: Sequence[Mapping[str, str]], ledgers: Sequence[Ledger]
 ) -> DeadLetterVerdict:
     """Compare dead letters (their headers) with the messages of ``ledgers``, per source
-    message (:func:`harness.scenarios.compare.compare_dead_letters`: each source once).
+    message (:func:`harness.scenarios.checks.compare.compare_dead_letters`: each source once).
 
     Args:
         letters: Each dead letter's headers (``icefloe.source.*``, ``icefloe.error.*``).

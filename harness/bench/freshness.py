@@ -32,7 +32,7 @@ from harness.bench.workload import (
     reference_values,
     visible,
 )
-from harness.scenarios.checkers import percentile
+from harness.scenarios.checks.checkers import percentile
 
 POLL_S = 0.1
 # How long after the last publish the bench keeps waiting for the last messages.

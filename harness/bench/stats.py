@@ -1,5 +1,5 @@
 """Rates, ratios and medians of a bench run: pure functions (its percentile is the checkers',
-``harness.scenarios.checkers.percentile``)."""
+``harness.scenarios.checks.checkers.percentile``)."""
 
 from __future__ import annotations
 

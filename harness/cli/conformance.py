@@ -88,7 +88,7 @@ def read_fates(run_dir: Path) -> list[Any]:
     scenario (its history and ledgers: no service is asked)."""
     from harness.conformance.semantics import fates
     from harness.history import History, select
-    from harness.scenarios.observe import ledger_entries, phases
+    from harness.scenarios.checks.observe import ledger_entries, phases
 
     history = History.read(run_dir / "history.jsonl").events
     counts: dict[str, int] = {}
@@ -169,7 +169,8 @@ def run(args: argparse.Namespace) -> int:
     from harness.conformance import semantics, table
     from harness.loaders.capabilities import needs, not_applicable
     from harness.loaders.kinds import resolve
-    from harness.scenarios import model, report
+    from harness.scenarios import model
+    from harness.scenarios.reports import report
     from harness.scenarios.runner import RunOptions, run_scenario
 
     kinds = [resolve(name) for name in (args.loader or DEFAULT_LOADERS)]

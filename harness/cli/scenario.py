@@ -121,7 +121,7 @@ def add_soak_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _world(args: argparse.Namespace) -> Any:
     import tomllib
 
-    from harness.scenarios.generate import WorldOptions
+    from harness.scenarios.generative.generate import WorldOptions
 
     loader = {}
     for item in args.loader:
@@ -160,9 +160,9 @@ def _stack(args: argparse.Namespace) -> Any:
 
 def run_generate(args: argparse.Namespace) -> int:
     """``scenario generate``: search a profile's schedules; 0 when none failed."""
-    from harness.scenarios import report
-    from harness.scenarios.explore import explore
-    from harness.scenarios.generate import PROFILES
+    from harness.scenarios.generative.explore import explore
+    from harness.scenarios.generative.generate import PROFILES
+    from harness.scenarios.reports import report
 
     if _loader_kind(args) is not None:
         say("[red]error[/] generated schedules drive icefloe's loader only (its fault points)")
@@ -194,8 +194,8 @@ def run_generate(args: argparse.Namespace) -> int:
 
 def run_soak(args: argparse.Namespace) -> int:
     """``soak``: 0 when nothing was lost, duplicated, misrouted or left unhealed."""
-    from harness.scenarios.soak import NotApplicable, soak
-    from harness.scenarios.soakreport import summary, write
+    from harness.scenarios.generative.soak import NotApplicable, soak
+    from harness.scenarios.generative.soakreport import summary, write
 
     _interrupt_on_sigterm()
     start: list[float] = []
@@ -322,7 +322,7 @@ def _applies(scenario: Any, kind: Any) -> bool:
 
 def check_runs(run_dirs: list[Path]) -> int:
     """Recompute each run's verdicts from its history and ledgers; 0 when all pass again."""
-    from harness.scenarios.checkers import summarize
+    from harness.scenarios.checks.checkers import summarize
     from harness.scenarios.runner import judge, saved_run
 
     passed = True
@@ -349,7 +349,7 @@ def check_runs(run_dirs: list[Path]) -> int:
 
 def run_plan(plan: list[tuple[Any, str | None]], args: argparse.Namespace) -> int:
     """Run (scenario, break) pairs on the stack and write the reports."""
-    from harness.scenarios import report
+    from harness.scenarios.reports import report
     from harness.scenarios.runner import RunOptions, run_scenario
     from harness.stack.backends import make_stack
     from harness.stack.config import load as load_config

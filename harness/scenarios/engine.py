@@ -19,12 +19,12 @@ from typing import Any
 
 from harness.history import Event, History
 from harness.loaders.base import LoaderKind
+from harness.scenarios.checks.observe import removed_by_retention
 from harness.scenarios.client import RecordingClient
 from harness.scenarios.faults import Fault, FaultSkipped
 from harness.scenarios.faults.commits import attach_catalog_proxy
 from harness.scenarios.faults.timing import CommitWatcher
 from harness.scenarios.loaders import LoaderControl, LoaderOptions
-from harness.scenarios.observe import removed_by_retention
 from harness.scenarios.params import as_dict
 from harness.scenarios.traffic import Phase, Traffic, Workload
 from harness.scenarios.world import Names, World

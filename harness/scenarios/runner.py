@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.history import Event, History
-from harness.scenarios import storage
-from harness.scenarios.checkers import (
+from harness.scenarios.checks import storage
+from harness.scenarios.checks.checkers import (
     INVALID,
     CheckResult,
     DeadLetter,
@@ -33,15 +33,15 @@ from harness.scenarios.checkers import (
     run_check,
     summarize,
 )
-from harness.scenarios.engine import Run, RunSetup
-from harness.scenarios.invariants import main_commits
-from harness.scenarios.model import Scenario, parse
-from harness.scenarios.observe import (
+from harness.scenarios.checks.invariants import main_commits
+from harness.scenarios.checks.observe import (
     REFERENCE_VALUE_COLUMNS,
     ledger_entries,
     observed,
     value_columns,
 )
+from harness.scenarios.engine import Run, RunSetup
+from harness.scenarios.model import Scenario, parse
 from harness.scenarios.steps import STEPS
 from harness.scenarios.world import Names
 from harness.stack.tables import quote

@@ -24,7 +24,7 @@ from harness.bench.report import (
     median_run,
 )
 from harness.bench.stats import median_low, per_hour, rate, ratio
-from harness.scenarios.checkers import percentile
+from harness.scenarios.checks.checkers import percentile
 
 
 def test_percentile_is_an_observed_value_by_nearest_rank() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.history import History
-from harness.scenarios.catalogfaults import check_catalog_faults_landed, landed_counts
-from harness.scenarios.checkers import UNKNOWN, VALID, Observed
+from harness.scenarios.checks.catalogfaults import check_catalog_faults_landed, landed_counts
+from harness.scenarios.checks.checkers import UNKNOWN, VALID, Observed
 from harness.stack.catalogproxy import EVENT_NAME
 
 

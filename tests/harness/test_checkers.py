@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from harness.history import History
-from harness.scenarios.checkers import (
+from harness.scenarios.checks.checkers import (
     INVALID,
     UNKNOWN,
     VALID,

@@ -1,14 +1,14 @@
 """The one comparison of a table, and of a dead-letter topic, with the ledger: pure, no services.
 
 Every caller (the scenario checks, generated runs, ``icefloe verify``, the demo, the workshop)
-goes through ``harness.scenarios.compare``; each anomaly it can name is shown here once.
+goes through ``harness.scenarios.checks.compare``; each anomaly it can name is shown here once.
 """
 
 from __future__ import annotations
 
 from harness import verify
-from harness.scenarios import compare
-from harness.scenarios.compare import compare_dead_letters, compare_rows, rows_against_ledger
+from harness.scenarios.checks import compare
+from harness.scenarios.checks.compare import compare_dead_letters, compare_rows, rows_against_ledger
 from loader import keys
 from publisher.ledger import LedgerEntry
 

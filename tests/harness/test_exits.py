@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.history import History
-from harness.scenarios.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from harness.scenarios.exits import fault_windows  # importing it registers the checker
+from harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
+from harness.scenarios.checks.exits import fault_windows  # importing it registers the checker
 from harness.scenarios.runner import mutate_history
 
 CHECK = "loader_exits_explained"

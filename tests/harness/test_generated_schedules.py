@@ -16,13 +16,13 @@ from hypothesis import HealthCheck, Phase, given, settings
 from harness.history import History
 from harness.scenarios.faults import FAULTS, build_fault
 from harness.scenarios.faults.loader import KillLoader, KillLoaderParams
-from harness.scenarios.generate import PROFILES, scenario_doc, schedules, without_lanes
+from harness.scenarios.generative.generate import PROFILES, scenario_doc, schedules, without_lanes
+from harness.scenarios.generative.tomlout import dumps
 from harness.scenarios.model import parse
 from harness.scenarios.params import ParamError, as_dict, parse_params
 from harness.scenarios.player import SchedulePlayer
+from harness.scenarios.reports.timeline import draw
 from harness.scenarios.schedule import Schedule, ScheduledFault
-from harness.scenarios.timeline import draw
-from harness.scenarios.tomlout import dumps
 from loader.faultpoints import KILL_AFTER_COMMIT_ENV
 
 FAST = settings(
@@ -228,8 +228,8 @@ def test_a_failing_search_is_shrunk_and_written_as_a_scenario_file(
     failing schedule is written as a file that reads back as the same scenario."""
     import json
 
-    from harness.scenarios import explore as explore_module
-    from harness.scenarios.checkers import CheckResult
+    from harness.scenarios.checks.checkers import CheckResult
+    from harness.scenarios.generative import explore as explore_module
     from harness.scenarios.model import load
     from harness.scenarios.runner import RunResult
 

@@ -9,9 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from harness.history import History
-from harness.scenarios.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from harness.scenarios.invariants import LedgerIndex, LiveJudge
-from harness.scenarios.observe import dead_letters, first_seen, ids_timeline, removed_by_retention
+from harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
+from harness.scenarios.checks.invariants import LedgerIndex, LiveJudge
+from harness.scenarios.checks.observe import (
+    dead_letters,
+    first_seen,
+    ids_timeline,
+    removed_by_retention,
+)
 from publisher.ledger import LedgerEntry
 
 TOPIC = "events"
@@ -65,7 +70,7 @@ def table(counts: dict[str, int]) -> tuple[str, str, str, dict[str, Any]]:
 
 
 def check(name: str, history: History, ledger: list[LedgerEntry] = LEDGER) -> Any:
-    from harness.scenarios.observe import table_counts
+    from harness.scenarios.checks.observe import table_counts
 
     observed = Observed(table_counts(history), dead_letters(history))
     return run_check(name, history, ledger, observed)
@@ -320,7 +325,7 @@ def test_one_owner_unknown_without_loader_commits() -> None:
 
 
 def test_read_errors_are_counted_and_named() -> None:
-    from harness.scenarios.observe import read_errors
+    from harness.scenarios.checks.observe import read_errors
 
     failed = ("read", "fail", "ids", {"error": "connection refused"})
     ok_read = ("read", "ok", "ids", {"added": [eid(0)]})

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.history import History
-from harness.scenarios.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from harness.scenarios.liveness import (
+from harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
+from harness.scenarios.checks.liveness import (
     CUT,
     EXITED,
     NO_WORK,

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from harness.history import History, select
 from harness.scenarios.faults import FAULTS, build_fault
 from harness.scenarios.faults.loader import KillLoaderParams, ZombieLoader, ZombieParams
-from harness.scenarios.generate import PROFILES, ZOMBIE_POINTS, schedules
+from harness.scenarios.generative.generate import PROFILES, ZOMBIE_POINTS, schedules
 from harness.scenarios.pacing import LoaderPacer, Pace, committed_batches
 from harness.scenarios.params import parse_params
 from harness.scenarios.player import SchedulePlayer
@@ -271,7 +271,7 @@ class HookedRun(FakeRun):
 
 
 def test_the_catch_up_runs_a_loader_without_the_hook_armed_for_a_fault_cut_off() -> None:
-    from harness.scenarios.soak import clear_loader_hooks
+    from harness.scenarios.generative.soak import clear_loader_hooks
     from loader.faultpoints import KILL_AFTER_COMMIT_ENV
 
     run = HookedRun({KILL_AFTER_COMMIT_ENV: "1"})
@@ -510,7 +510,7 @@ def test_a_successor_that_exits_before_its_take_over_ends_the_wait(monkeypatch: 
 def test_soak_zombies_frozen_at_start_up_wait_only_for_the_take_over() -> None:
     from hypothesis import strategies as st
 
-    from harness.scenarios.generate import _loader_event
+    from harness.scenarios.generative.generate import _loader_event
 
     profile = PROFILES["soak"]
 

@@ -14,9 +14,9 @@ from harness.loaders.icefloe import icefloe_config
 from harness.loaders.process import LoaderProcess
 from harness.provision import jdk, versions
 from harness.provision.layout import Layout
-from harness.scenarios import report
-from harness.scenarios.checkers import CHECKERS, CheckResult
+from harness.scenarios.checks.checkers import CHECKERS, CheckResult
 from harness.scenarios.model import PROFILES, ScenarioError, discover, find, load, parse
+from harness.scenarios.reports import report
 from harness.scenarios.runner import RunResult
 from loader.config import load_config
 from loader.faultpoints import KILL_AFTER_COMMIT_ENV

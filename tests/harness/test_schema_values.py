@@ -11,9 +11,9 @@ import json
 from typing import Any
 
 from harness.history import History
-from harness.scenarios import invariants  # noqa: F401  (registers values_match_ledger)
-from harness.scenarios.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from harness.scenarios.schemahistory import (
+from harness.scenarios.checks import invariants  # noqa: F401  (registers values_match_ledger)
+from harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
+from harness.scenarios.checks.schemahistory import (
     SchemaChange,
     names_over_time,
     schema_changes,
@@ -181,7 +181,7 @@ def test_the_rows_compared_are_regenerated_with_the_phase_seed_and_the_runs_pool
     another run's pools."""
     import dataclasses as dc
 
-    from harness.scenarios.observe import observed
+    from harness.scenarios.checks.observe import observed
     from harness.scenarios.traffic import Workload, as_dict, generation
     from publisher.ledger import LedgerWriter
     from publisher.messages import generate

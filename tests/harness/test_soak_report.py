@@ -8,9 +8,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from harness.history import History
-from harness.scenarios.landed import fault_counts
-from harness.scenarios.soak import SoakResult, _tally
-from harness.scenarios.soakreport import summary
+from harness.scenarios.checks.landed import fault_counts
+from harness.scenarios.generative.soak import SoakResult, _tally
+from harness.scenarios.generative.soakreport import summary
 
 
 def _fault(history: History, kind: str, lane: str, name: str | None = None, **data: Any) -> None:

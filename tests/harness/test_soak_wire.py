@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from harness.scenarios.generate import (
+from harness.scenarios.generative.generate import (
     PROFILES,
     SOAK_LOADER,
     WorldOptions,

@@ -27,10 +27,10 @@ import pytest
 
 from harness.history import History, select
 from harness.pytest_plugin import backend_of, unique_name
-from harness.scenarios import liveness  # noqa: F401  (registers the checker)
-from harness.scenarios.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
+from harness.scenarios.checks import liveness  # noqa: F401  (registers the checker)
+from harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
+from harness.scenarios.checks.storage import entries_from_manifests, read_storage
 from harness.scenarios.client import RecordingClient
-from harness.scenarios.storage import entries_from_manifests, read_storage
 from harness.stack.keys import TRINO_CATALOG as LAKE
 from loader import keys
 from publisher.ledger import LedgerEntry

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from harness.scenarios.storage import entries_from_manifests, files_added_twice
+from harness.scenarios.checks.storage import entries_from_manifests, files_added_twice
 from harness.stack.catalogproxy import CatalogProxy, Rule
 from harness.stack.tables import EVENT_ID_COLUMN
 from tests.loader.conftest import reference_values, wait_until

@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 
-from harness.scenarios import report
 from harness.scenarios.model import SCENARIO_DIR, parse
+from harness.scenarios.reports import report
 from harness.scenarios.runner import RunOptions, RunResult, judge, run_scenario
 
 pytestmark = pytest.mark.scenario

@@ -16,8 +16,8 @@ import pytest
 from harness.loaders.capabilities import needs, not_applicable
 from harness.loaders.config import stack_loader_config
 from harness.loaders.kinds import resolve
-from harness.scenarios import report
 from harness.scenarios.model import find
+from harness.scenarios.reports import report
 from harness.scenarios.runner import RunOptions, run_scenario
 from loader.config import env_var
 

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from harness.history import select
-from harness.scenarios import report
-from harness.scenarios.explore import explore
-from harness.scenarios.generate import PROFILES
+from harness.scenarios.generative.explore import explore
+from harness.scenarios.generative.generate import PROFILES
+from harness.scenarios.reports import report
 
 pytestmark = pytest.mark.scenario
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from harness.scenarios import report
-from harness.scenarios.explore import explore
-from harness.scenarios.generate import PROFILES, WorldOptions
+from harness.scenarios.generative.explore import explore
+from harness.scenarios.generative.generate import PROFILES, WorldOptions
 from harness.scenarios.model import load
+from harness.scenarios.reports import report
 from harness.scenarios.runner import RunOptions, run_scenario
 
 pytestmark = [pytest.mark.scenario, pytest.mark.slow]

@@ -13,8 +13,8 @@ import pytest
 
 from harness.loaders.capabilities import needs, not_applicable
 from harness.loaders.kinds import resolve
-from harness.scenarios import report
 from harness.scenarios.model import find
+from harness.scenarios.reports import report
 from harness.scenarios.runner import RunOptions, run_scenario
 
 pytestmark = [pytest.mark.scenario, pytest.mark.slow]

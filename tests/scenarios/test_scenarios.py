@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from harness.scenarios import report
 from harness.scenarios.model import discover
+from harness.scenarios.reports import report
 from harness.scenarios.runner import RunOptions, run_scenario
 
 PROFILE = os.environ.get("ICEFLOE_SCENARIO_PROFILE", "ci")

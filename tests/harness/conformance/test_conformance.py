@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from harness.conformance import semantics, table
-from harness.scenarios.checkers import Anomaly, CheckResult
+from harness.scenarios.checks.checkers import Anomaly, CheckResult
 from loader import keys
 from publisher.ledger import LedgerEntry
 

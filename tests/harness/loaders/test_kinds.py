@@ -189,7 +189,7 @@ def test_a_wrong_command_loader_description_is_refused(
 
 
 def test_the_soak_does_not_apply_to_a_loader_without_fault_points() -> None:
-    from harness.scenarios.soak import NotApplicable, soak
+    from harness.scenarios.generative.soak import NotApplicable, soak
 
     with pytest.raises(NotApplicable, match="no fault_points: its loader lane"):
         soak(None, 1.0, loader=KafkaConnectKind())

@@ -1,7 +1,7 @@
 """The soak's report: faults per minute, per kind, per service and where they landed, the
 verdicts, the picture.
 
-Faults are counted where they landed, from the history (``harness.scenarios.landed``): a
+Faults are counted where they landed, from the history (``harness.scenarios.checks.landed``): a
 loader fault at a fault point by the point its trace names (``kill planned``), grouped by
 where in a batch that is (inside a batch, during the commit request, after a commit, at the
 start-up's take-over); one armed whose point never fired as not landed; traffic as load. The
@@ -19,10 +19,10 @@ from collections import Counter
 from pathlib import Path
 
 from harness.history import History
-from harness.scenarios.landed import BANDS, FaultCounts
-from harness.scenarios.observe import ledger_entries, read_errors
-from harness.scenarios.soak import SoakResult
-from harness.scenarios.timeline import draw
+from harness.scenarios.checks.landed import BANDS, FaultCounts
+from harness.scenarios.checks.observe import ledger_entries, read_errors
+from harness.scenarios.generative.soak import SoakResult
+from harness.scenarios.reports.timeline import draw
 
 __all__ = ["landed_lines", "summary", "write"]
 

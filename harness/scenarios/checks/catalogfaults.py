@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.history import History, select
-from harness.scenarios.checkers import UNKNOWN, VALID, CheckResult, Observed, checker
+from harness.scenarios.checks.checkers import UNKNOWN, VALID, CheckResult, Observed, checker
 from harness.stack.catalogproxy import EVENT_NAME
 from publisher.ledger import LedgerEntry
 

@@ -1,10 +1,10 @@
 """Reports: what a scenario run did and found, as Markdown, JUnit XML and a console summary.
 
 Each run gets a Markdown report (the scenario, its seed and replay command, its timeline picture
-(``timeline.png``, see ``harness.scenarios.timeline``), the steps with timings, the faults per
-kind and each one's window, the reads that failed, each check's verdict, anomalies and numbers)
-next to its history. A set of runs gets one JUnit XML file, so CI shows each scenario as a test
-case.
+(``timeline.png``, see ``harness.scenarios.reports.timeline``), the steps with timings, the
+faults per kind and each one's window, the reads that failed, each check's verdict, anomalies
+and numbers) next to its history. A set of runs gets one JUnit XML file, so CI shows each
+scenario as a test case.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from harness.history import select
-from harness.scenarios.checkers import fault_windows
+from harness.scenarios.checks.checkers import fault_windows
+from harness.scenarios.checks.observe import ledger_entries, read_errors
 from harness.scenarios.model import SCENARIO_DIR
-from harness.scenarios.observe import ledger_entries, read_errors
+from harness.scenarios.reports.timeline import draw
 from harness.scenarios.runner import RunResult
-from harness.scenarios.timeline import draw
 
 TIMELINE = "timeline.png"
 

@@ -1,7 +1,7 @@
 """Searching fault schedules with Hypothesis; a failure is shrunk and written as a scenario file.
 
-:func:`explore` runs a profile's search (``harness.scenarios.generate``): Hypothesis draws a
-schedule, it is played as a scenario on a fresh world (``run_scenario``), and a run whose
+:func:`explore` runs a profile's search (``harness.scenarios.generative.generate``): Hypothesis
+draws a schedule, it is played as a scenario on a fresh world (``run_scenario``), and a run whose
 checks fail fails the example. Hypothesis then shrinks the schedule, replaying smaller ones
 (each a real run); the smallest failing one is written as a scenario TOML file, which
 ``icefloe scenario run FILE`` runs again. Shrinking a run of minutes takes long, so it has a
@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.history import Event
-from harness.scenarios import report
-from harness.scenarios.generate import Profile, WorldOptions, scenario_doc, schedules
+from harness.scenarios.generative.generate import Profile, WorldOptions, scenario_doc, schedules
+from harness.scenarios.generative.tomlout import dumps
 from harness.scenarios.model import parse
+from harness.scenarios.reports import report
 from harness.scenarios.runner import RunOptions, RunResult, run_scenario
 from harness.scenarios.schedule import Schedule
-from harness.scenarios.tomlout import dumps
 
 __all__ = ["Exploration", "explore", "write_found"]
 

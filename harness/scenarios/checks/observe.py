@@ -4,7 +4,7 @@ The recording client writes every read into the history, repeated reads as diffe
 module replays them: the rows per id of the final read-back, every dead letter read, the ids
 visible at any moment, when each id was first seen, the ids retention removed, named reads,
 and the facts the publisher's seeds give (event times, generated values). The checkers get
-all of it as an :class:`~harness.scenarios.checkers.Observed`, during a run and afterwards
+all of it as an :class:`~harness.scenarios.checks.checkers.Observed`, during a run and afterwards
 from the saved files alike (``icefloe scenario check RUN_DIR``).
 """
 
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.history import Event, History, select
-from harness.scenarios.checkers import DeadLetter, Observed
+from harness.scenarios.checks.checkers import DeadLetter, Observed
+from harness.scenarios.checks.schemahistory import schema_changes
 from harness.scenarios.params import parse_params
-from harness.scenarios.schemahistory import schema_changes
 from publisher.ledger import Ledger, LedgerEntry
 
 __all__ = [

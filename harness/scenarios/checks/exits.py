@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.history import Event, History, select
-from harness.scenarios.checkers import UNKNOWN, CheckResult, Found, Observed, checker
+from harness.scenarios.checks.checkers import UNKNOWN, CheckResult, Found, Observed, checker
 from publisher.ledger import LedgerEntry
 
 __all__ = [

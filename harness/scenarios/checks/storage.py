@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.history import History, select
-from harness.scenarios.checkers import UNKNOWN, CheckResult, Found, Observed, checker
+from harness.scenarios.checks.checkers import UNKNOWN, CheckResult, Found, Observed, checker
 from harness.scenarios.client import RecordingClient, metadata_table
 from loader import keys
 from publisher.ledger import LedgerEntry

@@ -30,7 +30,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.history import Event, History, select
-from harness.scenarios.checkers import UNKNOWN, CheckResult, Found, Observed, checker, percentile
+from harness.scenarios.checks.checkers import (
+    UNKNOWN,
+    CheckResult,
+    Found,
+    Observed,
+    checker,
+    percentile,
+)
 from publisher.ledger import LedgerEntry
 
 __all__ = [

@@ -24,7 +24,7 @@ Anomaly names are the vocabulary of the reports:
 - ``unexplained_exit``: a loader exit no fault or harness action explains
 
 The comparisons of the table, and of the dead letters, with the ledger are
-:mod:`harness.scenarios.compare`'s: every check of those properties goes through it.
+:mod:`harness.scenarios.checks.compare`'s: every check of those properties goes through it.
 
 A check that compared nothing (an empty read, no rows of a phase, no loader start) says
 ``unknown`` with the reason, never ``valid``.
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history import Event, History, select
-from harness.scenarios.compare import (
+from harness.scenarios.checks.compare import (
     DeadLetterVerdict,
     compare_dead_letters,
     coordinates,
@@ -247,7 +247,7 @@ def judge_rows(
     ledger: Sequence[LedgerEntry],
     removed: Iterable[str] = (),
 ) -> tuple[Found, dict[str, Any]]:
-    """The table against the ledger (:func:`~harness.scenarios.compare.rows_against_ledger`),
+    """The table against the ledger (:func:`~harness.scenarios.checks.compare.rows_against_ledger`),
     as named anomalies with each message's coordinates, and the numbers worth reporting.
 
     Args:
@@ -316,7 +316,7 @@ def check_dead_letter(
     """Every malformed message is in the dead-letter topic with its reason and source.
 
     The letters against the ledger come from
-    :func:`~harness.scenarios.compare.compare_dead_letters` (per source message); this check
+    :func:`~harness.scenarios.checks.compare.compare_dead_letters` (per source message); this check
     adds each letter's content and the malformed messages' absence from the table.
 
     Params:

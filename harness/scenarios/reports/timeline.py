@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness.history import History, select
-from harness.scenarios.checkers import fault_windows
-from harness.scenarios.observe import ids_timeline
+from harness.scenarios.checks.checkers import fault_windows
+from harness.scenarios.checks.observe import ids_timeline
 from publisher.ledger import LedgerEntry
 
 __all__ = ["draw"]

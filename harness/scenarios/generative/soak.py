@@ -1,7 +1,7 @@
 """The soak: generated fault schedules, chapter after chapter, against one long-lived world.
 
 One topic, table and loader live for the whole soak. Hypothesis draws a chapter's schedule
-(profile ``soak`` of ``harness.scenarios.generate``: hundreds of cheap faults - traffic,
+(profile ``soak`` of ``harness.scenarios.generative.generate``: hundreds of cheap faults - traffic,
 malformed fractions, schema changes, pauses, maintenance - among 30-36 loader kills and
 zombie writers), the player plays it while the monitor checks the live invariants, and at the
 chapter's end every fault is healed. Chapters follow until the time is up.
@@ -9,7 +9,7 @@ The loader lane's faults land at the loader's fault points (``loader.faultpoints
 armed on the start before it and fires in that start's first batch, so none waits for a
 commit; loader faults aimed from outside are paced by commits (``harness.scenarios.pacing``);
 the cheap lanes keep their clock. The report counts faults where they landed
-(``harness.scenarios.landed``: the loader's traces, recorded in the history). A
+(``harness.scenarios.checks.landed``: the loader's traces, recorded in the history). A
 chapter ends as soon as one of its lanes has played all its events (the others are cut there,
 and the next chapter draws fresh lanes), so no lane stands idle while a slower one finishes.
 Only after the last chapter does the table catch up and the final checks compare it and the
@@ -35,9 +35,10 @@ from typing import Any
 from harness.history import Event, select
 from harness.loaders.base import Capability
 from harness.loaders.capabilities import not_applicable
-from harness.scenarios.checkers import CheckResult, fault_windows
+from harness.scenarios.checks.checkers import CheckResult, fault_windows
+from harness.scenarios.checks.landed import FaultCounts, fault_counts
 from harness.scenarios.engine import Run, RunSetup
-from harness.scenarios.generate import (
+from harness.scenarios.generative.generate import (
     LOADER,
     PARTITIONS,
     PROFILES,
@@ -50,7 +51,6 @@ from harness.scenarios.generate import (
     schedules,
     without_lanes,
 )
-from harness.scenarios.landed import FaultCounts, fault_counts
 from harness.scenarios.loaders import LoaderOptions
 from harness.scenarios.model import parse
 from harness.scenarios.pacing import LoaderPacer
@@ -393,7 +393,7 @@ def _tally(result: SoakResult, run: Run) -> None:
 
 
 def _write(state: _Soak, result: SoakResult) -> Path:
-    from harness.scenarios.explore import write_found
+    from harness.scenarios.generative.explore import write_found
     from harness.scenarios.runner import RunResult
 
     assert state.failed_schedule is not None

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history import Event, History, select
-from harness.scenarios.checkers import (
+from harness.scenarios.checks.checkers import (
     UNKNOWN,
     CheckResult,
     Found,
@@ -39,9 +39,9 @@ from harness.scenarios.checkers import (
     judge_rows,
     letter_anomalies,
 )
-from harness.scenarios.compare import compare_dead_letters, coordinates, letter_source
-from harness.scenarios.observe import dead_letters, read_errors, removed_by_retention
-from harness.scenarios.schemahistory import SchemaChange, names_over_time, states_of
+from harness.scenarios.checks.compare import compare_dead_letters, coordinates, letter_source
+from harness.scenarios.checks.observe import dead_letters, read_errors, removed_by_retention
+from harness.scenarios.checks.schemahistory import SchemaChange, names_over_time, states_of
 from publisher.ledger import LedgerEntry
 
 __all__ = ["LedgerIndex", "LiveJudge", "live_anomalies", "main_commits"]
@@ -222,7 +222,7 @@ def check_dead_letters_match_ledger(
     history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
 ) -> CheckResult:
     """The dead-letter topic holds every malformed delivered message once, and nothing else
-    (:func:`~harness.scenarios.compare.compare_dead_letters`, per source message).
+    (:func:`~harness.scenarios.checks.compare.compare_dead_letters`, per source message).
 
     Params:
         max_copies: letters allowed per source message (default 1); a second copy may only
@@ -395,7 +395,7 @@ def check_values_match_ledger(
     history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
 ) -> CheckResult:
     """Every row holds, column by column, the values its message was sent with, mapped through
-    the table's schema history (``harness.scenarios.schemahistory``): a column added holds
+    the table's schema history (``harness.scenarios.checks.schemahistory``): a column added holds
     NULL for rows loaded before it, a renamed one the old field's value for rows loaded before
     the rename and NULL after, a widened one the same value, a dropped one is not compared.
 
