@@ -28,7 +28,6 @@ from harness.scenarios.checks import storage
 from harness.scenarios.checks.checkers import (
     INVALID,
     CheckResult,
-    DeadLetter,
     Observed,
     run_check,
     summarize,
@@ -184,25 +183,16 @@ def mutate(found: Observed, mutation: str) -> Observed:
     Raises:
         ValueError: For an unknown mutation.
     """
-    if mutation == "drop_dead_letters":
-        kept: list[DeadLetter] = []
-        dropped: set[str] = set()
-        for letter in found.dead_letters:
-            kind = letter.headers.get(keys.DLQ_ERROR_KIND, "")
-            if kind not in dropped:
-                dropped.add(kind)
-                continue
-            kept.append(letter)
+    if mutation in ("drop_dead_letters", "duplicate_dead_letters"):
+        kinds: dict[str, int] = {}  # error kind -> index of its first letter
+        for i, letter in enumerate(found.dead_letters):
+            kinds.setdefault(letter.headers.get(keys.DLQ_ERROR_KIND, ""), i)
+        firsts = set(kinds.values())
+        if mutation == "drop_dead_letters":
+            kept = [d for i, d in enumerate(found.dead_letters) if i not in firsts]
+        else:
+            kept = [*found.dead_letters, *(found.dead_letters[i] for i in sorted(firsts))]
         return dataclasses.replace(found, dead_letters=kept)
-    if mutation == "duplicate_dead_letters":
-        again: list[DeadLetter] = []
-        seen: set[str] = set()
-        for letter in found.dead_letters:
-            kind = letter.headers.get(keys.DLQ_ERROR_KIND, "")
-            if kind not in seen:
-                seen.add(kind)
-                again.append(letter)
-        return dataclasses.replace(found, dead_letters=[*found.dead_letters, *again])
     if mutation == "change_values":
         rows = {eid: dict(v) for eid, v in found.reads.get("row_values", {}).items()}
         for values in list(rows.values())[:5]:
