@@ -41,7 +41,7 @@ from harness.scenarios.checks.checkers import (
 )
 from harness.scenarios.checks.compare import compare_dead_letters, coordinates, letter_source
 from harness.scenarios.checks.observe import dead_letters, read_errors, removed_by_retention
-from harness.scenarios.checks.schemahistory import SchemaChange, names_over_time, states_of
+from harness.scenarios.checks.schemahistory import SchemaChange, SchemaTimeline, names_over_time
 from publisher.ledger import LedgerEntry
 
 __all__ = ["LedgerIndex", "LiveJudge", "live_anomalies", "main_commits"]
@@ -417,8 +417,10 @@ def check_values_match_ledger(
     seen: Mapping[str, float] = observed.reads.get("first_seen") or {}
     columns = sorted({c for values in rows.values() for c in values})
     uncertain = {n for c in changes if c.end is None for n in (c.column, c.to) if n}
-    names = {c: names_over_time(changes, c) for c in columns}
-    compared = [c for c in columns if not uncertain & {n for n in names[c] if n}]
+    compared = [
+        c for c in columns if not uncertain & set(filter(None, names_over_time(changes, c)))
+    ]
+    timeline = SchemaTimeline(changes)
     entries = {e.event_id: e for e in ledger if e.delivered and e.status == "valid"}
     found = Found()
     checked = values = either = 0
@@ -428,11 +430,10 @@ def check_values_match_ledger(
             continue
         checked += 1
         published = entry.timestamp / 1000 if entry.timestamp is not None else None
-        states = states_of(changes, published, seen.get(eid))
+        states = timeline.states(published, seen.get(eid))
         for column in compared:
             wants: list[Any] = []
-            for k in states:
-                name = names[column][k]
+            for name in timeline.names(column, states):
                 want = message.get(name) if name is not None else None
                 if not any(_same_value(want, w) for w in wants):
                     wants.append(want)

@@ -18,13 +18,14 @@ so the row may hold either value (:func:`states_of`).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from harness.history import Event, select
 
-__all__ = ["SchemaChange", "names_over_time", "schema_changes", "states_of"]
+__all__ = ["SchemaChange", "SchemaTimeline", "names_over_time", "schema_changes", "states_of"]
 
 _IDENT = r'"?([A-Za-z_][A-Za-z0-9_]*)"?'
 _PATTERNS = (
@@ -139,11 +140,45 @@ def states_of(
     Returns:
         The possible states, a range of at least one.
     """
-    low = 0
-    if published_s is not None:
-        low = sum(1 for c in changes if c.end is not None and c.end <= published_s)
-    high = len(changes)
-    if first_seen_s is not None:
-        high = sum(1 for c in changes if c.start < first_seen_s)
-    low = min(low, high)
-    return range(low, high + 1)
+    return SchemaTimeline(changes).states(published_s, first_seen_s)
+
+
+class SchemaTimeline:
+    """A run's changes indexed for many rows: the states a row may have been loaded in and
+    the names a column had over them, each in O(log n) for n changes (a soak's hour makes
+    about 300 changes and 130,000 rows).
+
+    Args:
+        changes: The run's changes (:func:`schema_changes`).
+    """
+
+    def __init__(self, changes: Sequence[SchemaChange]) -> None:
+        self.changes = changes
+        self._ends = sorted(c.end for c in changes if c.end is not None)
+        self._starts = sorted(c.start for c in changes)
+        self._runs: dict[str, tuple[list[int], list[str | None]]] = {}
+
+    def states(self, published_s: float | None, first_seen_s: float | None) -> range:
+        """:func:`states_of`: a change that ended by the publish applies to the row, one that
+        began after its first sighting does not."""
+        low = 0 if published_s is None else bisect.bisect_right(self._ends, published_s)
+        high = len(self.changes)
+        if first_seen_s is not None:
+            high = bisect.bisect_left(self._starts, first_seen_s)
+        return range(min(low, high), high + 1)
+
+    def names(self, final: str, states: range) -> list[str | None]:
+        """The names column ``final`` had over ``states`` (:func:`names_over_time`), each
+        stretch of one name once, in order."""
+        if final not in self._runs:
+            firsts: list[int] = []
+            names: list[str | None] = []
+            for k, name in enumerate(names_over_time(self.changes, final)):
+                if not names or name != names[-1]:
+                    firsts.append(k)
+                    names.append(name)
+            self._runs[final] = (firsts, names)
+        firsts, names = self._runs[final]
+        first = bisect.bisect_right(firsts, states.start) - 1
+        last = bisect.bisect_right(firsts, states.stop - 1) - 1
+        return names[first : last + 1]
