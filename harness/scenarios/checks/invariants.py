@@ -41,7 +41,7 @@ from harness.scenarios.checks.checkers import (
 )
 from harness.scenarios.checks.compare import compare_dead_letters, coordinates, letter_source
 from harness.scenarios.checks.observe import dead_letters, read_errors, removed_by_retention
-from harness.scenarios.checks.schemahistory import SchemaChange, SchemaTimeline, names_over_time
+from harness.scenarios.checks.schemahistory import SchemaChange, SchemaTimeline
 from publisher.ledger import LedgerEntry
 
 __all__ = ["LedgerIndex", "LiveJudge", "live_anomalies", "main_commits"]
@@ -417,10 +417,11 @@ def check_values_match_ledger(
     seen: Mapping[str, float] = observed.reads.get("first_seen") or {}
     columns = sorted({c for values in rows.values() for c in values})
     uncertain = {n for c in changes if c.end is None for n in (c.column, c.to) if n}
-    compared = [
-        c for c in columns if not uncertain & set(filter(None, names_over_time(changes, c)))
-    ]
     timeline = SchemaTimeline(changes)
+    every_state = range(len(changes) + 1)
+    compared = [
+        c for c in columns if not uncertain & set(filter(None, timeline.names(c, every_state)))
+    ]
     entries = {e.event_id: e for e in ledger if e.delivered and e.status == "valid"}
     found = Found()
     checked = values = either = 0
