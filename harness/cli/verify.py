@@ -11,12 +11,12 @@ up) for at most S seconds. Exit code 0 when the table holds every valid message 
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 from typing import Any
 
 from harness import verify
 from harness.console import print_table, say, shared_prefix
+from harness.waiting import poll
 from publisher.producer import DEFAULT_LEDGER_DIR
 
 
@@ -43,13 +43,14 @@ def run(args: argparse.Namespace) -> int:
     ledgers = verify.read_ledgers(paths)
     expected = set().union(*(ledger.valid_event_ids() for ledger in ledgers))
     published = set().union(expected, *(x.valid_event_ids() for x in verify.read_ledgers(every)))
-    deadline = time.monotonic() + args.wait
-    while True:
-        found = verify.table_event_ids(stack.query, args.table)
-        rows = verify.compare_rows(found, expected, published=published)
-        if not rows.lost or time.monotonic() >= deadline:
-            break
-        time.sleep(1.0)
+    rows = poll(
+        lambda: verify.compare_rows(
+            verify.table_event_ids(stack.query, args.table), expected, published=published
+        ),
+        lambda rows: not rows.lost,
+        timeout_s=args.wait,
+        every_s=1.0,
+    )
     say(f"{args.table} against {len(ledgers)} ledger(s): {', '.join(p.name for p in paths)}")
     checks = [
         ("rows in the table", f"{rows.rows:,}", ""),

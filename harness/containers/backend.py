@@ -37,6 +37,7 @@ from harness.stack.minio import Minio
 from harness.stack.readiness import Readiness, ServiceStartTimeout, wait_ready
 from harness.stack.service import LocalService
 from harness.stack.trino import Trino
+from harness.waiting import poll
 
 BACKEND_FILE = "backend"
 SETTINGS_LABEL = "io.icefloe.settings"  # in the run directory: which backend started the stack
@@ -122,9 +123,7 @@ class ContainerProcess:
         c = self.container()
         if c is not None and c.status in ("running", "paused"):
             c.kill(signal="SIGKILL")
-            deadline = time.monotonic() + 10
-            while self.is_running() and time.monotonic() < deadline:
-                time.sleep(0.1)
+            poll(lambda: not self.is_running(), timeout_s=10, every_s=0.1)
 
     def pause(self) -> None:
         """Freeze the container (cgroup freezer): it holds its ports but answers nothing."""

@@ -15,7 +15,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.loaders.config import provisioned_spark
+from harness.waiting import poll
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
@@ -179,12 +179,12 @@ def standalone_cluster(
             worker_argv += ["--webui-port", str(free_port()), "--cores", str(worker_cores)]
             worker_argv += ["--memory", worker_memory, "--work-dir", str(folder / "work")]
             daemons.append(Daemon(worker_argv, env, folder / f"worker-{n}.log", folder))
-        deadline = time.monotonic() + timeout_s
-        while _alive_workers(ui) < workers:
-            if time.monotonic() > deadline:
-                logs = "\n".join(d.tail(10) for d in daemons)
-                raise TimeoutError(f"{workers} Spark workers did not register:\n{logs}")
-            time.sleep(1)
+        alive = poll(
+            lambda: _alive_workers(ui), lambda n: n >= workers, timeout_s=timeout_s, every_s=1
+        )
+        if alive < workers:
+            logs = "\n".join(d.tail(10) for d in daemons)
+            raise TimeoutError(f"{workers} Spark workers did not register:\n{logs}")
         yield Cluster(url, ui, dict(env), folder)
     finally:
         for daemon in reversed(daemons):

@@ -9,8 +9,9 @@ a loader's metrics endpoint.
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Sequence
+
+from harness.waiting import poll
 
 # A service killed a moment ago may hold its listening socket until the kernel has torn the
 # process down; a start waits this long for its ports before it gives up.
@@ -54,16 +55,16 @@ def await_free(
         PortTaken: a port is still held after ``wait`` seconds; the message names the port,
             the service and ``hint`` (how to give the service another port).
     """
-    deadline = time.monotonic() + (RELEASE_WAIT_S if wait is None else wait)
-    while True:
-        taken = [p for p in ports if not port_is_free(p, host)]
-        if not taken:
-            return
-        if time.monotonic() >= deadline:
-            listed = ", ".join(f"{host}:{p}" for p in taken)
-            raise PortTaken(
-                f"{service} cannot start: {listed} is already in use by another process "
-                f"(another icefloe stack, a container stack, or another program). Stop it, "
-                f"or give this stack other ports: {hint}"
-            )
-        time.sleep(0.2)
+    taken = poll(
+        lambda: [p for p in ports if not port_is_free(p, host)],
+        lambda taken: not taken,
+        timeout_s=RELEASE_WAIT_S if wait is None else wait,
+        every_s=0.2,
+    )
+    if taken:
+        listed = ", ".join(f"{host}:{p}" for p in taken)
+        raise PortTaken(
+            f"{service} cannot start: {listed} is already in use by another process "
+            f"(another icefloe stack, a container stack, or another program). Stop it, "
+            f"or give this stack other ports: {hint}"
+        )

@@ -14,10 +14,12 @@ import resource
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import psutil
+
+from harness.waiting import poll
 
 _MIN_OPEN_FILES = 65536  # Trino refuses to start below 4096; Kafka wants many too
 
@@ -167,14 +169,7 @@ class ManagedProcess:
 
     def wait_exit(self, timeout: float) -> bool:
         """Wait until the process is gone; True if it went within `timeout` seconds."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            proc = self.process()
-            if proc is None:
-                return True
-            self._reap(proc.pid)
-            time.sleep(0.1)
-        return self.process() is None
+        return poll(lambda: self.process() is None, timeout_s=timeout, every_s=0.1)
 
     def stop(self, timeout: float = 30.0, *, leader_only: bool = False) -> None:
         """Stop gracefully (SIGTERM), then by force (SIGKILL) after `timeout` seconds.
@@ -206,19 +201,12 @@ class ManagedProcess:
     def pause(self) -> None:
         """Freeze the process (SIGSTOP): it holds its ports but answers nothing."""
         if self._signal_group(signal.SIGSTOP):
-            self._await(lambda: self.is_paused())
+            poll(self.is_paused, timeout_s=5.0, every_s=0.02)  # signals arrive asynchronously
 
     def resume(self) -> None:
         """Thaw a paused process (SIGCONT)."""
         if self._signal_group(signal.SIGCONT):
-            self._await(lambda: not self.is_paused())
-
-    @staticmethod
-    def _await(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-        # Signals are delivered asynchronously; wait until the state shows them.
-        deadline = time.monotonic() + timeout
-        while not condition() and time.monotonic() < deadline:
-            time.sleep(0.02)
+            poll(lambda: not self.is_paused(), timeout_s=5.0, every_s=0.02)
 
     def rss_bytes(self) -> int:
         """Resident memory of the process and its children."""

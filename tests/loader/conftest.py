@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from harness.loaders.config import stack_loader_config
+from harness.waiting import poll
 from loader.config import LoaderConfig
 from loader.secret import Secret
 
@@ -117,12 +118,8 @@ def reference_values(count: int, seed: int = 1) -> list[tuple[str, bytes]]:
 
 def wait_until(check: Callable[[], bool], timeout_s: float, what: str, step_s: float = 1.0) -> None:
     """Poll ``check`` until true or fail the test after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(step_s)
-    pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
+    if not poll(check, timeout_s=timeout_s, every_s=step_s):
+        pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}")
 
 
 def loader_env() -> dict[str, str]:

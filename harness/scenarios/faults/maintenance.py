@@ -20,6 +20,7 @@ from harness import maintenance
 from harness.scenarios.client import metadata_table
 from harness.scenarios.faults import Over, fault_kind
 from harness.scenarios.traffic import anchor_moment
+from harness.waiting import poll
 from loader import keys
 
 __all__ = ["ExpireParams", "OptimizeParams", "OrphansParams", "RetentionParams"]
@@ -109,11 +110,12 @@ class ExpireSnapshots(_Maintenance):
     def inject(self, run: Any) -> Mapping[str, Any]:
         p, client, table = self.params, run.client, run.names.table
         count = f"SELECT count(*) FROM {metadata_table(table, 'snapshots')}"
-        deadline = time.monotonic() + p.timeout_s
-        before = client.sql("snapshot_count", count, attempts=30)[0][0]
-        while before < p.min_snapshots and time.monotonic() < deadline:
-            time.sleep(1.0)
-            before = client.sql("snapshot_count", count, attempts=30)[0][0]
+        poll(
+            lambda: client.sql("snapshot_count", count, attempts=30)[0][0],
+            lambda before: before >= p.min_snapshots,
+            timeout_s=p.timeout_s,
+            every_s=1.0,
+        )
         query = client.query_fn("expire_snapshots")
         retention = dt.timedelta(seconds=p.retention_s)
         result = self._retried(
@@ -204,15 +206,13 @@ class RetentionDelete(_Maintenance):
     ) -> set[str]:
         """Record ``retention_removed``, waiting up to ``wait_s`` for Trino to answer."""
         micros = int(cutoff.timestamp() * 1_000_000)
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                removed = self._removed(client, table, cutoff, started)
-                break
-            except Exception:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(2.0)
+        removed = poll(
+            lambda: self._removed(client, table, cutoff, started),
+            lambda _: True,
+            timeout_s=wait_s,
+            every_s=2.0,
+            retry=Exception,
+        )
         client.record_read("retention_removed", sorted(removed), cutoff_micros=micros)
         return removed
 

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.waiting import poll
+
 __all__ = ["CommitWatcher", "landed", "wait_for_commit"]
 
 _SNAP = re.compile(r"^snap-(-?\d+)-")
@@ -41,16 +43,12 @@ class CommitWatcher:
 
     def wait_for_commit(self, timeout_s: float, poll_s: float = 0.005) -> int | None:
         """Block until a new manifest list appears; return its snapshot id (None on timeout)."""
-        deadline = time.monotonic() + timeout_s
-        self._known = self._snapshots()
-        while time.monotonic() < deadline:
-            now = self._snapshots()
-            new = now - self._known
-            if new:
-                self._known = now
-                return max(new)
-            time.sleep(poll_s)
-        return None
+        known = self._known = self._snapshots()
+        now = poll(self._snapshots, lambda now: now - known, timeout_s=timeout_s, every_s=poll_s)
+        if not now - known:
+            return None
+        self._known = now
+        return max(now - known)
 
 
 def wait_for_commit(

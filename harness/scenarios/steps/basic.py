@@ -18,6 +18,7 @@ from harness.scenarios.loaders import LoaderOptions
 from harness.scenarios.params import ParamError, parse_params
 from harness.scenarios.steps import ParseContext, step
 from harness.scenarios.traffic import Workload
+from harness.waiting import poll
 
 
 @dataclass(frozen=True)
@@ -192,12 +193,12 @@ class AwaitLoaderExit:
 @step("await_loader_exit", AwaitLoaderExit)
 def await_loader_exit(run: Any, p: AwaitLoaderExit) -> None:
     """Wait for the loader to exit by itself, then read what is visible (``visible_at_halt``)."""
-    deadline = time.monotonic() + p.timeout_s
-    while time.monotonic() < deadline:
-        if [e for e in select(run.history, "loader", "exit") if not e.data.get("expected")]:
-            break
-        time.sleep(0.5)
-    else:
+    exited = poll(
+        lambda: [e for e in select(run.history, "loader", "exit") if not e.data.get("expected")],
+        timeout_s=p.timeout_s,
+        every_s=0.5,
+    )
+    if not exited:
         run.history.record("loader", "fail", "await_exit", note="still running")
     run.read("visible_at_halt")
 
