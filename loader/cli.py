@@ -15,19 +15,16 @@ import sys
 from collections.abc import Callable, Sequence
 
 from loader.config import LoaderConfig, add_flags, from_args
-from loader.errors import CatalogUnavailable, ConcurrentLoader, LoaderError
+from loader.errors import (
+    EXIT_NOT_OWNER,
+    EXIT_STALLED,
+    CatalogUnavailable,
+    ConcurrentLoader,
+    LoaderError,
+)
 from loader.settings import Defaults
 
-__all__ = ["EXIT_NOT_OWNER", "EXIT_STALLED", "build_parser", "configure_parser", "main", "run"]
-
-EXIT_NOT_OWNER = 3
-
-EXIT_STALLED = 4
-"""The exit code of a loader that made no progress for ``progress_timeout``: a catalog, storage
-or Kafka that did not answer (the message names it)."""
-"""Exit code of a loader that does not own its table: another loader's lease was live at
-start (``ConcurrentLoader``), or another loader took the table over while it ran (``Fenced``).
-A supervisor need not restart it at once: the owner is loading."""
+__all__ = ["build_parser", "configure_parser", "main", "run"]
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

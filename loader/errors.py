@@ -22,6 +22,15 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
+EXIT_NOT_OWNER = 3
+"""Exit code of a loader that does not own its table: another loader's lease was live at
+start (``ConcurrentLoader``), or another loader took the table over while it ran (``Fenced``).
+A supervisor need not restart it at once: the owner is loading."""
+
+EXIT_STALLED = 4
+"""Exit code of a loader that made no progress for ``progress_timeout``: a catalog, storage
+or Kafka that did not answer (the message names it)."""
+
 
 class Kind(StrEnum):
     """Why a record is malformed.

@@ -52,10 +52,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from loader.classdata import ClassData
-from loader.cli import EXIT_STALLED
 from loader.config import LoaderConfig
 from loader.deadletter import DeadLetterProducer
-from loader.errors import Fenced, LoaderError
+from loader.errors import EXIT_STALLED, Fenced, LoaderError
 from loader.faultpoints import FaultPoints
 from loader.firstslice import plan_slice
 from loader.frames import warm_up

@@ -165,7 +165,8 @@ def run(args: argparse.Namespace) -> int:
     if args.merge:
         say(f"conformance: {merge(args.merge, args.reports)}")
         return 0
-    from harness.cli.scenario import _progress, _stack
+    from harness.cli.scenario import progress
+    from harness.cli.stack import healthy_stack
     from harness.conformance import semantics, table
     from harness.loaders.capabilities import needs, not_applicable
     from harness.loaders.kinds import resolve
@@ -185,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
         semantic = model.load(SEMANTICS, args.profile)
         chosen.append(semantic)
     plan = chosen
-    stack = _stack(args)
+    stack = healthy_stack(args)
     began = time.monotonic()
     budget_s = args.budget_minutes * 60
     cells: list[table.Cell] = []
@@ -212,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
             start: list[float] = []
             options = RunOptions(
                 seed=args.seed, reports_dir=args.reports, loader=kind,
-                listener=None if args.quiet else _progress(start),
+                listener=None if args.quiet else progress(start),
             )  # fmt: skip
             result = run_scenario(scenario, stack, options)
             replay = f"{report.replay_command(result)} --loader {kind.name}"

@@ -28,6 +28,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from harness.cli.stack import healthy_stack
 from harness.console import print_table, say
 
 _QUIET = {"step"}  # step boundaries are implied by the events they cause
@@ -146,18 +147,6 @@ def _loader_kind(args: argparse.Namespace) -> Any:
     return resolve(names[0]) if names else None
 
 
-def _stack(args: argparse.Namespace) -> Any:
-    from harness.stack.backends import make_stack
-    from harness.stack.config import load as load_config
-
-    stack = make_stack(
-        load_config(getattr(args, "stack_config", None)), getattr(args, "backend", None)
-    )
-    if not stack.healthy():
-        raise RuntimeError("the stack is not healthy; start it with `icefloe up`")
-    return stack
-
-
 def run_generate(args: argparse.Namespace) -> int:
     """``scenario generate``: search a profile's schedules; 0 when none failed."""
     from harness.scenarios.generative.explore import explore
@@ -167,14 +156,14 @@ def run_generate(args: argparse.Namespace) -> int:
     if _loader_kind(args) is not None:
         say("[red]error[/] generated schedules drive icefloe's loader only (its fault points)")
         return 2
-    stack = _stack(args)
+    stack = healthy_stack(args)
     profile = PROFILES[args.profile]
     if args.shrink_minutes is not None:
         profile = dataclasses.replace(profile, shrink_seconds=args.shrink_minutes * 60)
     start: list[float] = []
     found = explore(
         stack, profile, world=_world(args), reports_dir=args.reports,
-        found_path=args.found, seed=args.seed, listener=None if args.quiet else _progress(start),
+        found_path=args.found, seed=args.seed, listener=None if args.quiet else progress(start),
         on_run=lambda r, s: say(f"[bold]{report.outcome(r)}[/] {len(s.faults)} faults, "
                                 f"{r.elapsed_s:.0f} s: {r.run_dir / 'report.md'}"),
     )  # fmt: skip
@@ -201,8 +190,8 @@ def run_soak(args: argparse.Namespace) -> int:
     start: list[float] = []
     try:
         result = soak(
-            _stack(args), args.minutes, reports_dir=args.reports, seed=args.seed,
-            world=_world(args), listener=None if args.quiet else _progress(start),
+            healthy_stack(args), args.minutes, reports_dir=args.reports, seed=args.seed,
+            world=_world(args), listener=None if args.quiet else progress(start),
             loader=_loader_kind(args), without=[n for n in args.without.split(",") if n],
         )  # fmt: skip
     except NotApplicable as exc:
@@ -231,7 +220,9 @@ def _shown(value: Any) -> Any:
     return f"<{len(value)}>" if isinstance(value, list | dict) and len(str(value)) > 60 else value
 
 
-def _progress(start: list[float]) -> Any:
+def progress(start: list[float]) -> Any:
+    """A listener that prints a run's events as they are recorded, timed from the first."""
+
     def show(event: Any) -> None:
         if not start:
             start.append(event.time)
@@ -351,15 +342,8 @@ def run_plan(plan: list[tuple[Any, str | None]], args: argparse.Namespace) -> in
     """Run (scenario, break) pairs on the stack and write the reports."""
     from harness.scenarios.reports import report
     from harness.scenarios.runner import RunOptions, run_scenario
-    from harness.stack.backends import make_stack
-    from harness.stack.config import load as load_config
 
-    stack = make_stack(
-        load_config(getattr(args, "stack_config", None)), getattr(args, "backend", None)
-    )
-    if not stack.healthy():
-        say("[red]error[/] the stack is not healthy; start it with `icefloe up`")
-        return 1
+    stack = healthy_stack(args)
     results = []
     for s, brk in plan:
         label = s.name + (f" (break {brk})" if brk else "")
@@ -369,7 +353,7 @@ def run_plan(plan: list[tuple[Any, str | None]], args: argparse.Namespace) -> in
             break_name=brk,
             reports_dir=args.reports,
             keep=args.keep,
-            listener=None if args.quiet else _progress(start),
+            listener=None if args.quiet else progress(start),
             loader=_loader_kind(args),
         )
         say(f"[bold]scenario {label}[/]: {s.title}")

@@ -25,6 +25,14 @@ def open_stack(args: argparse.Namespace) -> Any:
     return make_stack(stack_config.load(args.stack_config), getattr(args, "backend", None))
 
 
+def healthy_stack(args: argparse.Namespace) -> Any:
+    """``open_stack``, refused unless every service answers (runs need the stack up)."""
+    stack = open_stack(args)
+    if not stack.healthy():
+        raise RuntimeError("the stack is not healthy; start it with `icefloe up`")
+    return stack
+
+
 def provision(args: argparse.Namespace) -> int:
     """Fetch every artifact into the cache (idempotent)."""
     from harness.provision.layout import Layout

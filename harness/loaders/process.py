@@ -36,8 +36,8 @@ from typing import Any
 from harness.history import History
 from harness.loaders.base import Health, TestHooks, log_since, log_size, record_exit
 from harness.stack.process import ManagedProcess
-from loader.cli import EXIT_NOT_OWNER
 from loader.config import LoaderConfig, env_var
+from loader.errors import EXIT_NOT_OWNER
 from loader.faultpoints import (
     KILL_AFTER_COMMIT_ENV,
     KILL_AFTER_COMMITS_ENV,

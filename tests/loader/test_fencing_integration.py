@@ -21,7 +21,7 @@ import pytest
 
 from harness.stack.tables import EVENT_ID_COLUMN
 from loader import keys
-from loader.cli import EXIT_NOT_OWNER
+from loader.errors import EXIT_NOT_OWNER
 from loader.faultpoints import PAUSE_AFTER_COMMITS_ENV, PAUSE_AT_ENV, PAUSE_DELAY_MS_ENV
 from loader.table import CLOCK_SKEW_MS, now_ms
 from tests.loader.conftest import reference_values, wait_until

@@ -39,8 +39,8 @@ __all__ = [
     "fault_windows",
 ]
 
-EXIT_NOT_OWNER = 3  # loader.cli.EXIT_NOT_OWNER (not imported: the check reads a history only)
-EXIT_STALLED = 4  # loader.cli.EXIT_STALLED
+EXIT_NOT_OWNER = 3  # loader.errors.EXIT_NOT_OWNER (not imported: the check reads a history only)
+EXIT_STALLED = 4  # loader.errors.EXIT_STALLED
 DEFAULT_GRACE_S = 60.0
 """How long after a service fault ended an exit may still be its doing."""
 DEFAULT_STALL_WINDOW_S = 360.0
