@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 import tomllib
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,13 @@ from hypothesis import HealthCheck, Phase, given, settings
 from harness.history import History
 from harness.scenarios.faults import FAULTS, build_fault
 from harness.scenarios.faults.loader import KillLoader, KillLoaderParams
-from harness.scenarios.generative.generate import PROFILES, scenario_doc, schedules, without_lanes
+from harness.scenarios.generative.generate import (
+    INSIDE_BATCH,
+    PROFILES,
+    scenario_doc,
+    schedules,
+    without_lanes,
+)
 from harness.scenarios.generative.tomlout import dumps
 from harness.scenarios.model import parse
 from harness.scenarios.params import ParamError, as_dict, parse_params
@@ -45,6 +52,27 @@ def test_ci_schedules_have_forty_faults_and_ten_loader_kills(schedule: Schedule)
     loader = [f.params for f in schedule.faults if f.lane == "loader"]
     assert all(p.restart == "launch" for p in loader if f_kind(p) == "kill")
     assert all(p.successor == "took_over" for p in loader if f_kind(p) == "zombie")
+
+
+def _place(params: Any) -> str:
+    """Where the goal of a soak counts a loader fault of the loader lane."""
+    if isinstance(params, KillLoaderParams):
+        return "inside" if params.at in INSIDE_BATCH else params.at
+    return "zombie" if params.freeze in INSIDE_BATCH else "other"
+
+
+@FAST
+@given(schedules(PROFILES["soak"]))
+def test_every_round_of_the_soak_loader_lane_holds_each_place_the_goal_counts(
+    schedule: Schedule,
+) -> None:
+    places = [_place(f.params) for f in schedule.faults if f.lane == "loader"]
+    assert len(places) >= 30
+    for start in range(0, len(places) - 5, 6):
+        dealt = Counter(places[start : start + 6])
+        assert dealt["inside"] == 2, places
+        assert dealt["commit_sent"] == dealt["committed"] == dealt["zombie"] == 1, places
+        assert dealt["take_over"] + dealt["other"] == 1, places
 
 
 NO_LOADER_FAULTS = without_lanes(PROFILES["soak"], ["loader", "infra"])

@@ -85,13 +85,23 @@ CHECK_PARAMS: dict[str, dict[str, Any]] = {
 }
 
 
+Card = str | tuple[str, ...]
+"""One card of a lane's deck: a kind, or several of which each deal draws one."""
+
+
 @dataclass(frozen=True)
 class Lane:
-    """How a profile fills one lane: event count range, gap range (seconds), kinds."""
+    """How a profile fills one lane: event count range, gap range (seconds), and its deck.
+
+    The lane deals its ``kinds`` like cards, in rounds: every card once per round, in an order
+    drawn anew each round, so any stretch of a lane holds the deck's proportions to within one
+    round (a ten-minute soak as well as an hour), where independent draws would leave a short
+    run's mix to chance. A kind named twice is dealt twice a round.
+    """
 
     events: tuple[int, int]
     gap_s: tuple[int, int]
-    kinds: tuple[str, ...]
+    kinds: tuple[Card, ...]
 
 
 @dataclass(frozen=True)
@@ -146,21 +156,26 @@ class Profile:
 _CI_LOADER_KINDS = ("kill_now", "kill_now", "kill_now", "kill_now", "kill_commit", "zombie_now")
 # The soak's loader faults land at the loader's own fault points (``loader.faultpoints``): each
 # is armed on the start before it (the heal of the previous one), fires in the first batch of
-# that start, and waits for no commit. Kills are drawn by where in a batch they land, in the
-# proportions the soak's goal names (inside a batch 8, during the commit request 3, after a
-# commit and before the next batch 3: 40, 15 and 15 an hour); within a batch every point alike.
-# A kill at ``take_over`` (the take-over committed, the query not started) is the start-up kill.
-# Zombies freeze mid-batch, past their lease, at every point alike. Where each landed is what
-# the loader's trace says, not what was asked.
+# that start, and waits for no commit. A round of the lane's deck holds one of each place the
+# soak's goal names and two kills inside a batch (40, 15, 15 and 15 an hour: inside a batch,
+# during the commit request, after a commit, zombies mid-batch); within a batch every point
+# alike. The sixth card is a kill at ``take_over`` (the take-over committed, the query not
+# started: the start-up kill) or a zombie frozen once its commit request is sent. A round costs
+# about 2.5 minutes on two cores (a kill at ``planned`` 8 s from its inject, at ``committed``
+# 33 s, a zombie 40 s with its successor's take-over). Where each fault landed is what the
+# loader's trace says, not what was asked.
 INSIDE_BATCH = ("planned", "decoded", "dead_lettered", "write", "publish")
 """The points after a batch's plan and before its commit request."""
 ZOMBIE_POINTS = (*INSIDE_BATCH, "commit_sent")
 """Where a soak's zombies freeze: mid-batch, before the commit was answered."""
-_SOAK_LOADER_KINDS = (
-    *(f"kill_at_{point}" for point in INSIDE_BATCH for _ in range(2)),
-    *(f"kill_at_{point}" for point in ("commit_sent", "committed") for _ in range(4)),
-    "kill_at_take_over",
-    *(f"zombie_at_{point}" for point in ZOMBIE_POINTS),
+_INSIDE_KILL = tuple(f"kill_at_{point}" for point in INSIDE_BATCH)
+_SOAK_LOADER_KINDS: tuple[Card, ...] = (
+    _INSIDE_KILL,
+    _INSIDE_KILL,
+    "kill_at_commit_sent",
+    "kill_at_committed",
+    tuple(f"zombie_at_{point}" for point in INSIDE_BATCH),
+    ("kill_at_take_over", "zombie_at_commit_sent"),
 )
 _INFRA_KINDS = ("pause_service", "pause_service", "kill_service")
 # Faults on the wire (the soak's loader reaches its services through the fault points, see
@@ -482,9 +497,27 @@ def _schema_lane(draw: Any, lane: Lane) -> list[tuple[float, tuple[str, Any, flo
 def _lane(lane_name: str, lane: Lane, profile: Profile) -> st.SearchStrategy[Any]:
     if lane_name == "schema":
         return _schema_lane(lane)
-    kinds = [_kind_strategy(lane_name, k, profile) for k in lane.kinds]
-    event = st.tuples(st.integers(*lane.gap_s).map(float), st.one_of(*kinds))
-    return st.lists(event, min_size=lane.events[0], max_size=lane.events[1])
+    cards = [
+        st.one_of(*(_kind_strategy(lane_name, k, profile) for k in _kinds_of(card)))
+        for card in lane.kinds
+    ]
+    return _dealt(lane, cards)
+
+
+def _kinds_of(card: Card) -> tuple[str, ...]:
+    return (card,) if isinstance(card, str) else card
+
+
+@st.composite
+def _dealt(
+    draw: Any, lane: Lane, cards: Sequence[st.SearchStrategy[tuple[str, Any, float]]]
+) -> list[tuple[float, tuple[str, Any, float]]]:
+    """A lane's events: its cards dealt in rounds, each round in an order of its own."""
+    count = draw(st.integers(*lane.events))
+    order: list[int] = []
+    while len(order) < count:
+        order += draw(st.permutations(range(len(cards))))
+    return [(float(draw(st.integers(*lane.gap_s))), draw(cards[i])) for i in order[:count]]
 
 
 def _assemble(lanes: Sequence[list[tuple[float, tuple[str, Any, float]]]]) -> Schedule:
