@@ -444,6 +444,7 @@ class CatalogProxy:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: asyncio.AbstractServer | None = None
+        self._writers: set[asyncio.StreamWriter] = set()  # the open client connections
         self._late: set[asyncio.Task[Any]] = set()
         self._fired_cond = threading.Condition(self._lock)
 
@@ -514,6 +515,10 @@ class CatalogProxy:
     async def _shutdown(self) -> None:
         if self._server is not None:
             self._server.close()
+        # A client that reads nothing (a frozen loader) would hold a closing connection, and
+        # the stop, until it reads: its connection is cut instead, as a stopped proxy's would be.
+        for writer in list(self._writers):
+            writer.transport.abort()
         # Every task of the loop: connections, late deliveries, and a connection accepted
         # a moment ago whose task has not run yet.
         tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
@@ -703,8 +708,12 @@ class CatalogProxy:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         # A connection cancelled at stop ends quietly: asyncio's stream server (3.11) would
         # otherwise report its cancellation as an error.
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._connection(reader, writer)
+        self._writers.add(writer)
+        try:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._connection(reader, writer)
+        finally:
+            self._writers.discard(writer)
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         upstream = _Upstream(self._up_host, self._up_port)

@@ -11,6 +11,7 @@ import http.client
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -84,6 +85,9 @@ class FakeCatalog:
                     for part in (b"first,", b"second"):
                         self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
                     self.wfile.write(b"0\r\n\r\n")
+                    return
+                if self.path == "/large":  # more than the proxy's and the client's buffers
+                    self._json(200, {"data": "x" * (32 << 20)})
                     return
                 self._json(200, {"path": self.path})
 
@@ -359,6 +363,21 @@ def test_an_unreachable_catalog_closes_the_client_connection(fake: FakeCatalog) 
         finally:
             conn.close()
         assert proxy.fired == ()
+
+
+def test_a_client_that_reads_nothing_does_not_hold_the_stop(fake: FakeCatalog) -> None:
+    proxy = CatalogProxy(fake.url).start()
+    client = socket.socket()
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    try:
+        client.connect((proxy.host, proxy.port))
+        client.sendall(b"GET /large HTTP/1.1\r\nHost: catalog\r\n\r\n")
+        time.sleep(1.0)  # the answer is forwarded; the client, as a frozen loader, reads none
+        began = time.monotonic()
+        proxy.stop()
+        assert time.monotonic() - began < 5, "the stop waited for the client"
+    finally:
+        client.close()
 
 
 def test_bad_rules_are_refused() -> None:
