@@ -20,6 +20,7 @@ from harness.scenarios.faults.loader import KillLoader, KillLoaderParams
 from harness.scenarios.generative.generate import (
     INSIDE_BATCH,
     PROFILES,
+    draw_schedule,
     scenario_doc,
     schedules,
     without_lanes,
@@ -73,6 +74,28 @@ def test_every_round_of_the_soak_loader_lane_holds_each_place_the_goal_counts(
         assert dealt["inside"] == 2, places
         assert dealt["commit_sent"] == dealt["committed"] == dealt["zombie"] == 1, places
         assert dealt["take_over"] + dealt["other"] == 1, places
+
+
+def test_soak_chapters_draw_each_point_of_a_card_alike() -> None:
+    inside: Counter[str] = Counter()
+    for n in range(15):  # chapters, each drawn by a search of its own
+        schedule = draw_schedule(PROFILES["soak"], 100 + n)
+        inside.update(
+            f.params.at
+            for f in schedule.faults
+            if f.lane == "loader" and isinstance(f.params, KillLoaderParams)
+            if f.params.at in INSIDE_BATCH
+        )
+    total = sum(inside.values())
+    assert total >= 15 * 10
+    for point in INSIDE_BATCH:  # a fifth each; 0.5 and 1.5 times that are > 3.5 sd away
+        assert 0.5 * total / 5 < inside[point] < 1.5 * total / 5, inside
+
+
+def test_a_seed_draws_the_same_chapter_again_and_another_seed_another() -> None:
+    first = draw_schedule(PROFILES["soak"], 11)
+    assert draw_schedule(PROFILES["soak"], 11) == first
+    assert draw_schedule(PROFILES["soak"], 12) != first
 
 
 NO_LOADER_FAULTS = without_lanes(PROFILES["soak"], ["loader", "infra"])

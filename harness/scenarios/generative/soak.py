@@ -1,7 +1,7 @@
 """The soak: generated fault schedules, chapter after chapter, against one long-lived world.
 
-One topic, table and loader live for the whole soak. Hypothesis draws a chapter's schedule
-(profile ``soak`` of ``harness.scenarios.generative.generate``: hundreds of cheap faults - traffic,
+One topic, table and loader live for the whole soak. Hypothesis draws each chapter's schedule
+in a search of its own, seeded from the soak's seed and the chapter's number (profile ``soak`` of ``harness.scenarios.generative.generate``: hundreds of cheap faults - traffic,
 malformed fractions, schema changes, pauses, maintenance - among 30-36 loader kills and
 zombie writers), the player plays it while the monitor checks the live invariants, and at the
 chapter's end every fault is healed. Chapters follow until the time is up.
@@ -26,6 +26,7 @@ import os
 import random
 import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,8 +48,8 @@ from harness.scenarios.generative.generate import (
     WORKLOAD,
     Profile,
     WorldOptions,
+    draw_schedule,
     scenario_doc,
-    schedules,
     without_lanes,
 )
 from harness.scenarios.loaders import LoaderOptions
@@ -303,9 +304,6 @@ def soak(
     Raises:
         NotApplicable: the loader lacks a capability the soak's faults need (the reasons).
     """
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hypothesis_seed
-
     if loader is not None:
         missing = not_applicable(NEEDS, loader.capabilities)
         if missing:
@@ -330,33 +328,18 @@ def soak(
         "info", "info", "soak", minutes=minutes, seed=seed, without=list(without),
         **run.names.as_dict(),
     )  # fmt: skip
-    # A chapter runs several minutes; a few more examples than chapters can fit are allowed.
-    examples = int(minutes // 4) + 2
-
-    @hypothesis_seed(seed)
-    @settings(
-        max_examples=examples,
-        phases=[Phase.generate],
-        deadline=None,
-        database=None,
-        suppress_health_check=list(HealthCheck),
-        print_blob=True,
-    )
-    @given(schedules(profile))
-    def chapter(schedule: Schedule) -> None:
-        state.chapter(schedule)
-
     try:
         run.setup()
         state.monitor.start()
-        chapter()
+        # Each chapter is drawn by a search of its own (seeded from the soak's seed and its
+        # number): one search's examples are made from each other's choices, chapters must not.
+        while not state.checks and state.failure is None and time.monotonic() < state.deadline:
+            state.chapter(draw_schedule(profile, zlib.crc32(f"{seed}:{state.chapters}".encode())))
         if not state.checks and state.schedules:
-            state.finish()  # Hypothesis ran out of examples before the time was up
+            state.finish()  # interrupted before the time was up
     except AssertionError:
         pass  # recorded in state.failure
     except Exception as exc:
-        # Hypothesis replays a failed chapter, which returns at once, and calls the failure
-        # flaky: the chapter's own failure is the one to report.
         if state.failure is None:
             result.failure = f"{type(exc).__name__}: {exc}"
             run.history.record("info", "fail", "soak", error=result.failure)
