@@ -32,7 +32,6 @@ class CommitWatcher:
 
     def __init__(self, metadata_dir: Path) -> None:
         self.metadata_dir = metadata_dir
-        self._known = self._snapshots()
 
     def _snapshots(self) -> set[int]:
         try:
@@ -43,12 +42,9 @@ class CommitWatcher:
 
     def wait_for_commit(self, timeout_s: float, poll_s: float = 0.005) -> int | None:
         """Block until a new manifest list appears; return its snapshot id (None on timeout)."""
-        known = self._known = self._snapshots()
-        now = poll(self._snapshots, lambda now: now - known, timeout_s=timeout_s, every_s=poll_s)
-        if not now - known:
-            return None
-        self._known = now
-        return max(now - known)
+        known = self._snapshots()
+        new = poll(lambda: self._snapshots() - known, timeout_s=timeout_s, every_s=poll_s)
+        return max(new) if new else None
 
 
 def wait_for_commit(

@@ -1,9 +1,10 @@
 """The soak: generated fault schedules, chapter after chapter, against one long-lived world.
 
 One topic, table and loader live for the whole soak. Hypothesis draws each chapter's schedule
-in a search of its own, seeded from the soak's seed and the chapter's number (profile ``soak`` of ``harness.scenarios.generative.generate``: hundreds of cheap faults - traffic,
-malformed fractions, schema changes, pauses, maintenance - among 30-36 loader kills and
-zombie writers), the player plays it while the monitor checks the live invariants, and at the
+in a search of its own, seeded from the soak's seed and the chapter's number (profile ``soak``
+of ``harness.scenarios.generative.generate``: hundreds of cheap faults - traffic, malformed
+fractions, schema changes, pauses, maintenance - among 30-36 loader kills and zombie
+writers), the player plays it while the monitor checks the live invariants, and at the
 chapter's end every fault is healed. Chapters follow until the time is up.
 The loader lane's faults land at the loader's fault points (``loader.faultpoints``): each is
 armed on the start before it and fires in that start's first batch, so none waits for a
