@@ -33,6 +33,7 @@ from harness.bench.workload import (
     visible,
 )
 from harness.scenarios.checks.checkers import percentile
+from harness.waiting import poll
 
 POLL_S = 0.1
 # How long after the last publish the bench keeps waiting for the last messages.
@@ -134,11 +135,14 @@ def run_setting(
         body["integer"] = -1
         out.produce(topic, json.dumps(body).encode())
         out.flush(30)
-        deadline = time.monotonic() + 120
-        while not visible(stack, table):
-            if time.monotonic() > deadline or not loader.is_running():
-                raise RuntimeError(f"the warm-up row did not appear:\n{loader.log_tail(20)}")
-            time.sleep(0.5)
+        shown = poll(
+            lambda: visible(stack, table),
+            lambda shown: shown or not loader.is_running(),
+            timeout_s=120,
+            every_s=0.5,
+        )
+        if not shown:
+            raise RuntimeError(f"the warm-up row did not appear:\n{loader.log_tail(20)}")
         files_before = data_files(stack, table)
         total = int(rate * seconds)
         sent: list[float] = []

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from harness.waiting import poll
+
 
 class Watched(Protocol):
     """What `wait_ready` watches while it polls: a local process or a container."""
@@ -102,17 +104,20 @@ def wait_ready(
             carries the tail of the service's log.
     """
     started = time.monotonic()
-    while True:
+
+    def ready() -> bool:
         if readiness.ready():
-            return time.monotonic() - started
+            return True
         if not process.is_running():
             raise ServiceStartTimeout(
                 f"{name} exited while starting (waiting for {readiness.describe()}); "
                 f"log {process.log_file}:\n{process.log_tail()}"
             )
-        if time.monotonic() - started > timeout:
-            raise ServiceStartTimeout(
-                f"{name} not ready after {timeout:.0f} s (waiting for {readiness.describe()}); "
-                f"log {process.log_file}:\n{process.log_tail()}"
-            )
-        time.sleep(interval)
+        return False
+
+    if not poll(ready, timeout_s=timeout, every_s=interval):
+        raise ServiceStartTimeout(
+            f"{name} not ready after {timeout:.0f} s (waiting for {readiness.describe()}); "
+            f"log {process.log_file}:\n{process.log_tail()}"
+        )
+    return time.monotonic() - started

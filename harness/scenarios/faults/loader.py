@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from harness.scenarios.faults import FaultSkipped, fault_kind
 from harness.scenarios.faults.timing import landed, wait_for_commit
+from harness.waiting import poll
 from loader.faultpoints import (
     KILL_AFTER_COMMIT_ENV,
     KILL_AT_ENV,
@@ -292,13 +293,13 @@ class ZombieLoader:
         began = time.monotonic()
         successor = run.loaders.current
         me = successor.settings.loader_id
-        while time.monotonic() - began < self.params.freeze_timeout_s:
-            if run.client.lease_owner(run.names.table) == me:
-                return time.monotonic() - began, True
-            if not successor.is_running():
-                break
-            time.sleep(TAKE_OVER_POLL_S)
-        return time.monotonic() - began, False
+        took = poll(
+            lambda: run.client.lease_owner(run.names.table) == me,
+            lambda took: took or not successor.is_running(),
+            timeout_s=self.params.freeze_timeout_s,
+            every_s=TAKE_OVER_POLL_S,
+        )
+        return time.monotonic() - began, took
 
     def _await_frozen(self, loader: Any) -> str | None:
         deadline = time.monotonic() + self.params.freeze_timeout_s
