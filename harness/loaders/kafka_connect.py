@@ -370,12 +370,14 @@ class KafkaConnectSink:
     ) -> None:
         self.settings = settings
         self.stack = stack
-        self.state_dir = state_dir
+        # The worker runs in this folder and is given its files by name: a relative name would
+        # be read from inside it.
+        self.state_dir = state_dir.resolve()
         self.history = history if history is not None else History(None)
         self.start_timeout_s = start_timeout_s
-        self.process = ManagedProcess("kafka-connect", state_dir)
-        self.worker_file = state_dir / "worker.properties"
-        self.connector_file = state_dir / "connector.properties"
+        self.process = ManagedProcess("kafka-connect", self.state_dir)
+        self.worker_file = self.state_dir / "worker.properties"
+        self.connector_file = self.state_dir / "connector.properties"
         self.rest_port = settings.rest_port
         self.tasks_max = settings.tasks_max or 0
         self.starts = 0

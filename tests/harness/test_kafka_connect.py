@@ -188,3 +188,20 @@ def test_connect_dead_letters_read_as_the_loaders_for_the_verify_function() -> N
     assert verdict.kinds == {"org.apache.kafka.connect.errors.DataException": 1}
     # A letter without Connect's headers matches nothing: the ledger's letter is lost.
     assert compare_dead_letters([dead_letter_headers({})], [ledger]).lost
+
+
+def test_the_worker_is_given_its_files_by_absolute_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker runs inside its state folder: a relative name (a run under the default
+    ``reports/``) would be read from there, and the worker would exit at once."""
+    from types import SimpleNamespace
+
+    from harness.loaders.kafka_connect import KafkaConnectSink
+
+    monkeypatch.chdir(tmp_path)
+    stack = SimpleNamespace(config=SimpleNamespace(cache_dir=tmp_path / "cache"))
+    sink = KafkaConnectSink(_settings(), stack, Path("reports/runs/r1/loader"))
+    files = [a for a in sink.command() if a.endswith(".properties")]
+    assert files and all(Path(a.split("=", 1)[-1]).is_absolute() for a in files)
+    assert sink.state_dir == tmp_path / "reports/runs/r1/loader"
