@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.history import Event, History
 from harness.loaders.base import LoaderKind
+from harness.scenarios.checks.liveness import heals
 from harness.scenarios.checks.observe import removed_by_retention
 from harness.scenarios.client import RecordingClient
 from harness.scenarios.faults import Fault, FaultSkipped
@@ -31,7 +32,10 @@ from harness.scenarios.world import Names, World
 from harness.stack.catalogproxy import CatalogProxy
 from publisher.ledger import LedgerEntry
 
-__all__ = ["Run", "RunSetup"]
+__all__ = ["GONE_S", "Run", "RunSetup"]
+
+GONE_S = 5.0
+"""How long no loader of a run may have been left before a wait for rows gives up early."""
 
 
 class RunSetup:
@@ -44,6 +48,8 @@ class RunSetup:
         partitions: Partitions of the source topic.
         dead_letter: Make a dead-letter topic.
         extra_columns: Columns beyond the reference table, as (name, Trino type).
+        liveness_bound_s: The longest bound of the run's liveness checks (0: none): a wait
+            that ends early leaves every liveness window at least this long.
     """
 
     def __init__(
@@ -54,6 +60,7 @@ class RunSetup:
         partitions: int = 1,
         dead_letter: bool = True,
         extra_columns: tuple[tuple[str, str], ...] = (),
+        liveness_bound_s: float = 0.0,
     ) -> None:
         self.name = name
         self.loader = loader
@@ -61,6 +68,7 @@ class RunSetup:
         self.partitions = partitions
         self.dead_letter = dead_letter
         self.extra_columns = extra_columns
+        self.liveness_bound_s = liveness_bound_s
 
 
 class Run:
@@ -301,9 +309,15 @@ class Run:
         """Wait for the publishers, then until every expected id is visible; return how many
         are still missing (0: all there).
 
+        The wait ends early when nothing can load the missing rows any more (:meth:`orphaned`
+        for ``GONE_S``): no loader of the run runs or will be started again, no fault is
+        active, and the longest liveness bound has passed since the last heal, so the checks
+        judge the same rows and the same liveness windows as after the whole wait.
+
         Args:
             timeout_s: The longest wait.
-            settle_s: A last pause after it (default: two trigger intervals).
+            settle_s: A last pause after it (default: two trigger intervals; none after an
+                early end).
             progress_s: Wait past ``timeout_s`` while more ids became visible within this
                 many seconds (a long backlog loading), not while the table stands still.
         """
@@ -312,6 +326,8 @@ class Run:
         deadline = time.monotonic() + timeout_s
         seen: set[str] = set()
         most = 0
+        orphaned_at: float | None = None
+        gave_up = False
         while time.monotonic() < deadline:
             try:
                 seen = self.visible_ids()
@@ -322,6 +338,13 @@ class Run:
             if progress_s is not None and len(seen) > most:
                 most = len(seen)
                 deadline = max(deadline, time.monotonic() + progress_s)
+            if not self.orphaned():
+                orphaned_at = None
+            elif orphaned_at is None:
+                orphaned_at = time.monotonic()
+            elif time.monotonic() - orphaned_at >= GONE_S:
+                gave_up = True
+                break
             time.sleep(1.0)
         missing = len(expected - seen)
         self.history.record(
@@ -331,10 +354,20 @@ class Run:
             expected=len(expected),
             visible=len(seen),
             missing=missing,
+            **({"ended": "no loader left to load them"} if gave_up else {}),
         )
-        settle = self.loaders.settle_s() if settle_s is None else settle_s
-        time.sleep(settle)
+        if not gave_up:  # a last commit (a duplicate) can still come; none can without a loader
+            time.sleep(self.loaders.settle_s() if settle_s is None else settle_s)
         return missing
+
+    def orphaned(self) -> bool:
+        """Whether nothing can load a row any more: no loader of the run runs or will be
+        started again by its supervisor, no fault is active (its heal may start one), and the
+        longest liveness bound has passed since the last heal."""
+        if self.active_faults or not self.loaders.all_gone():
+            return False
+        last = max((h.time for h in heals(self.history.events)), default=None)
+        return last is None or time.time() >= last + self.setup_spec.liveness_bound_s
 
     def read_back(self) -> None:
         """The final reads every check may use: row counts per id, dead letters, columns."""

@@ -380,6 +380,14 @@ class LoaderControl:
     def is_running(self) -> bool:
         return bool(self.current.is_running())
 
+    def all_gone(self) -> bool:
+        """No loader of the run (the current one, those it replaced) runs, and none is
+        supervised (its supervisor would start it again)."""
+        return not any(
+            loader.is_running() or loader.restart_on_exit
+            for loader in [*self.retired, self.current]
+        )
+
     # -- successors -----------------------------------------------------------------
 
     def start_successor(self, *, wait: bool = True) -> tuple[Loader, float]:

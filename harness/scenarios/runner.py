@@ -33,6 +33,7 @@ from harness.scenarios.checks.checkers import (
     summarize,
 )
 from harness.scenarios.checks.invariants import main_commits
+from harness.scenarios.checks.liveness import DEFAULT_BOUND_S
 from harness.scenarios.checks.observe import (
     REFERENCE_VALUE_COLUMNS,
     ledger_entries,
@@ -306,7 +307,12 @@ class _ScenarioRun:
             scenario.topic_partitions,
             scenario.dead_letter,
             scenario.extra_columns,
-        )
+            liveness_bound_s=max(
+                (float(c.params.get("bound_s", DEFAULT_BOUND_S))
+                 for c in scenario.checks if c.check == "liveness"),
+                default=0.0,
+            ),
+        )  # fmt: skip
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
         label = scenario.name + (f"-break-{self.brk}" if self.brk else "")
         names = Names.fresh(scenario.name, scenario.dead_letter)

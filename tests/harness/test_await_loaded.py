@@ -1,4 +1,5 @@
-"""Waiting for a backlog: past the timeout while the table still grows, not while it stands."""
+"""Waiting for a backlog: past the timeout while the table still grows, not while it stands,
+and not at all once nothing is left that could load the missing rows."""
 
 from __future__ import annotations
 
@@ -19,6 +20,10 @@ class Growing:
         self.history = History()
         self.traffic = SimpleNamespace(wait=lambda: None)
         self.loaders = SimpleNamespace(settle_s=lambda: 0.0)
+        self.gone = False
+
+    def orphaned(self) -> bool:
+        return self.gone
 
     def expected_ids(self) -> set[str]:
         return set(self.ids)
@@ -49,3 +54,85 @@ def test_a_growing_table_is_waited_for_past_the_timeout_and_a_stalled_one_is_not
     assert Run.await_loaded(stalled, timeout_s=3.0, progress_s=2.5) == 60  # type: ignore[arg-type]
     (event,) = select(stalled.history, "read", "await_loaded")
     assert event.phase == "fail" and event.data["missing"] == 60
+
+
+def _fake_clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    import harness.scenarios.engine as engine
+
+    clock = [0.0]
+
+    def sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    fake = SimpleNamespace(monotonic=lambda: clock[0], sleep=sleep, time=lambda: clock[0])
+    monkeypatch.setattr(engine, "time", fake)
+    return clock
+
+
+def test_the_wait_ends_once_no_loader_is_left_to_load_the_missing_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.scenarios.engine import GONE_S
+
+    clock = _fake_clock(monkeypatch)
+    gone = Growing(total=100, step=10, stall_at=40)
+    gone.gone = True
+    assert Run.await_loaded(gone, timeout_s=240.0) == 60  # type: ignore[arg-type]
+    assert clock[0] <= GONE_S + 2.0
+    (event,) = select(gone.history, "read", "await_loaded")
+    assert event.data["ended"] == "no loader left to load them"
+    clock[0] = 0.0
+    waiting = Growing(total=100, step=10, stall_at=40)  # a loader that lives on: the whole wait
+    assert Run.await_loaded(waiting, timeout_s=240.0) == 60  # type: ignore[arg-type]
+    assert clock[0] >= 240.0
+    (event,) = select(waiting.history, "read", "await_loaded")
+    assert "ended" not in event.data
+
+
+class _Loader:
+    def __init__(self, running: bool = False, supervised: bool = False) -> None:
+        self.running, self.restart_on_exit = running, supervised
+
+    def is_running(self) -> bool:
+        return self.running
+
+
+def _run(
+    current: _Loader,
+    *,
+    retired: tuple[_Loader, ...] = (),
+    bound_s: float = 120.0,
+    healed_at: float | None = None,
+    active: bool = False,
+) -> SimpleNamespace:
+    from harness.scenarios.loaders import LoaderControl
+
+    history = History()
+    if healed_at is not None:
+        history.record("fault", "invoke", "kill_loader.inject", lane="loader")
+        history.record("fault", "ok", "kill_loader.heal")
+    control = SimpleNamespace(current=current, retired=list(retired))
+    control.all_gone = lambda: LoaderControl.all_gone(control)  # type: ignore[arg-type]
+    return SimpleNamespace(
+        active_faults=["a fault"] if active else [], loaders=control, history=history,
+        setup_spec=SimpleNamespace(liveness_bound_s=bound_s),
+    )  # fmt: skip
+
+
+def test_nothing_can_load_only_when_no_loader_runs_or_comes_back_and_liveness_is_judged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = _fake_clock(monkeypatch)
+    assert Run.orphaned(_run(_Loader()))  # type: ignore[arg-type]
+    assert not Run.orphaned(_run(_Loader(running=True)))  # type: ignore[arg-type]
+    assert not Run.orphaned(_run(_Loader(supervised=True)))  # type: ignore[arg-type]
+    frozen = _Loader(running=True)  # a replaced loader, frozen: thawed, it may still commit
+    assert not Run.orphaned(_run(_Loader(), retired=(frozen,)))  # type: ignore[arg-type]
+    assert not Run.orphaned(_run(_Loader(), active=True))  # type: ignore[arg-type]
+    # A heal's liveness window must not be cut: not before the bound has passed since it.
+    healed = _run(_Loader(), healed_at=0.0, bound_s=120.0)
+    heal_time = healed.history.events[-1].time
+    clock[0] = heal_time + 119.0
+    assert not Run.orphaned(healed)  # type: ignore[arg-type]
+    clock[0] = heal_time + 120.0
+    assert Run.orphaned(healed)  # type: ignore[arg-type]
