@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
     if args.merge:
         say(f"conformance: {merge(args.merge, args.reports)}")
         return 0
-    from harness.cli.scenario import progress
+    from harness.cli.scenario import interrupt_on_sigterm, progress
     from harness.cli.stack import healthy_stack
     from harness.conformance import semantics, table
     from harness.loaders.capabilities import needs, not_applicable
@@ -174,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.scenarios.reports import report
     from harness.scenarios.runner import RunOptions, run_scenario
 
+    interrupt_on_sigterm()
     kinds = [resolve(name) for name in (args.loader or DEFAULT_LOADERS)]
     if args.scenario:
         chosen = [model.find(n, profile=args.profile) for n in args.scenario]

@@ -186,7 +186,7 @@ def run_soak(args: argparse.Namespace) -> int:
     from harness.scenarios.generative.soak import NotApplicable, soak
     from harness.scenarios.generative.soakreport import summary, write
 
-    _interrupt_on_sigterm()
+    interrupt_on_sigterm()
     start: list[float] = []
     try:
         result = soak(
@@ -244,7 +244,7 @@ def progress(start: list[float]) -> Any:
     return show
 
 
-def _interrupt_on_sigterm() -> None:
+def interrupt_on_sigterm() -> None:
     """SIGTERM ends a run like Ctrl-C: its ``finally`` blocks heal the faults still injected
     (a paused catalog, a frozen loader) and stop its loaders, instead of leaving them so."""
     import signal
@@ -266,7 +266,7 @@ def run(args: argparse.Namespace) -> int:
     """
     from harness.scenarios import model as scenarios
 
-    _interrupt_on_sigterm()
+    interrupt_on_sigterm()
     if args.scenario_command == "check":
         return check_runs(args.run_dirs)
     if args.scenario_command == "generate":
