@@ -2,6 +2,8 @@
 
     icefloe conformance [--loader NAME ...] [--scenario NAME ...] [--profile ci]
                         [--budget-minutes M] [--no-semantics] [--seed N] [--reports DIR]
+    icefloe conformance --merge JSON ...      # one table from a run split into parts
+    icefloe conformance --reproduce JSON      # each finding run again: does it show again?
 
 By default the loaders are icefloe's and the Kafka Connect sink, the scenarios every file of
 ``scenarios/`` and the hostile inputs (``scenarios/semantics/hostile_inputs.toml``). A scenario
@@ -21,6 +23,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +71,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="JSON",
         help="run nothing: one table from earlier runs' conformance-*.json (a run split into "
         "parts, each a short stack job); a later cell replaces an earlier one",
+    )
+    parser.add_argument(
+        "--reproduce",
+        type=Path,
+        metavar="JSON",
+        help="run each finding of an earlier conformance-*.json again (its scenario file, seed "
+        "and loader) and report whether every anomaly it found shows again; exit 1 if not",
     )
     parser.set_defaults(func=run)
     return parser
@@ -160,11 +170,95 @@ def merge(paths: list[Path], reports: Path) -> Path:
     return out
 
 
+def reproduce(path: Path, args: argparse.Namespace) -> int:
+    """Run each finding of an earlier table again and write whether it showed again.
+
+    A finding is reproduced when every anomaly it named (``check: anomaly``) is found again by
+    the run of its scenario file, with its seed, against its loader; the counts may differ (a
+    fault lands at another instant of a batch), and anomalies the first run did not find are
+    listed too.
+
+    Args:
+        path: A ``conformance-*.json``.
+        args: The command's options (``--reports``, ``--quiet``, the stack's).
+
+    Returns:
+        0 when every finding was reproduced, else 1.
+    """
+    from harness.cli.scenario import progress
+    from harness.cli.stack import healthy_stack
+    from harness.conformance import table
+    from harness.loaders.kinds import resolve
+    from harness.scenarios import model
+    from harness.scenarios.runner import RunOptions, run_scenario
+
+    doc = json.loads(path.read_text())
+    profile = doc.get("profile", args.profile)
+    findings = [table.Cell(**c) for c in doc["cells"] if c["outcome"] == table.ANOMALIES]
+    stack = healthy_stack(args)
+    began = time.monotonic()
+    rows = []
+    failed = 0
+    for cell in findings:
+        file = Path(cell.file) if Path(cell.file).is_absolute() else table.ROOT / cell.file
+        say(f"[bold]{cell.scenario}[/] on [bold]{cell.loader}[/], seed {cell.seed}")
+        start: list[float] = []
+        options = RunOptions(
+            seed=cell.seed, reports_dir=args.reports, loader=resolve(cell.loader),
+            listener=None if args.quiet else progress(start),
+        )  # fmt: skip
+        result = run_scenario(model.find(str(file), profile=profile), stack, options)
+        again = table.from_result(result, cell.loader, "")
+        shown, verdict = reproduced(cell.anomalies, again.anomalies)
+        failed += not shown
+        say(f"  {escape(verdict)} in {result.elapsed_s:.0f} s; {result.run_dir}")
+        rows.append(
+            f"| {cell.scenario} | {cell.loader} | {cell.seed} | {_counts(cell.anomalies)} | "
+            f"{_counts(again.anomalies)} | {verdict} |"
+        )
+        if not stack.healthy():
+            stack.up()
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    text = [
+        f"# Conformance findings run again, {stamp}",
+        "",
+        f"`icefloe conformance --reproduce {path.name}` at commit {_commit()}, profile {profile},"
+        f" {(time.monotonic() - began) / 60:.1f} minutes; the table was made at commit "
+        f"{doc.get('commit', '?')}.",
+        "",
+        "| scenario | loader | seed | found | found again | |",
+        "|---|---|---|---|---|---|",
+        *rows,
+    ]
+    args.reports.mkdir(parents=True, exist_ok=True)
+    out = args.reports / f"conformance-reproduced-{stamp}.md"
+    out.write_text("\n".join(text) + "\n")
+    say(f"conformance: {out}")
+    return 1 if failed else 0
+
+
+def reproduced(found: Mapping[str, int], again: Mapping[str, int]) -> tuple[bool, str]:
+    """Whether every anomaly of a finding (``check: anomaly`` -> count) shows again, and the
+    verdict in words (what is missing, what is new); counts may differ."""
+    missing = sorted(set(found) - set(again))
+    new = sorted(set(again) - set(found))
+    text = "reproduced" if not missing else "**not reproduced**: " + ", ".join(missing)
+    if new:
+        text += " (also " + ", ".join(new) + ")"
+    return not missing, text
+
+
+def _counts(anomalies: Mapping[str, int]) -> str:
+    return ", ".join(f"{name} x{n}" for name, n in sorted(anomalies.items())) or "none"
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the conformance table; 0 unless a run itself failed (an error, not a finding)."""
     if args.merge:
         say(f"conformance: {merge(args.merge, args.reports)}")
         return 0
+    if args.reproduce:
+        return reproduce(args.reproduce, args)
     from harness.cli.scenario import interrupt_on_sigterm, progress
     from harness.cli.stack import healthy_stack
     from harness.conformance import semantics, table
@@ -253,7 +347,8 @@ def run(args: argparse.Namespace) -> int:
         {"cells": [vars(c) | {"anomalies": dict(c.anomalies)} for c in cells],
          "semantics": {n: [vars(f) for f in fs] for n, fs in fates.items()},
          "semantics_runs": semantic_runs,
-         "minutes": round(elapsed / 60, 1), "command": command, "commit": _commit()},
+         "minutes": round(elapsed / 60, 1), "command": command, "commit": _commit(),
+         "profile": args.profile},
         indent=1, default=str))  # fmt: skip
     say(f"conformance: {path} ({elapsed / 60:.1f} min)")
     return 1 if any(c.outcome == table.ERROR for c in cells) else 0

@@ -136,3 +136,16 @@ def test_parts_of_a_run_merge_into_one_table(tmp_path: Path) -> None:
     text = out.read_text()
     assert "| 01_x | pass | **lost 1** (seed 7) |" in text and "4.0 minutes" in text
     assert "| invalid_json | dead letter (2) |" in text
+
+
+def test_a_finding_is_reproduced_when_each_of_its_anomalies_shows_again() -> None:
+    from harness.cli.conformance import reproduced
+
+    found = {"exactly_once: lost": 2400, "liveness: stalled": 1}
+    shown, text = reproduced(found, {"exactly_once: lost": 881, "liveness: stalled": 1})
+    assert shown and text == "reproduced"  # counts may differ
+    shown, text = reproduced(found, {"exactly_once: lost": 3})
+    assert not shown and "liveness: stalled" in text
+    shown, text = reproduced(found, {**found, "exactly_once: duplicated": 2})
+    assert shown and "also exactly_once: duplicated" in text
+    assert not reproduced(found, {})[0]
