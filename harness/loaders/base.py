@@ -337,7 +337,8 @@ class ExitWatch:
     A loader whose process lives on after it has stopped loading for good (a Kafka Connect
     worker whose tasks failed: "will not recover until manually restarted") is given
     ``failed``: when it returns a message, that is the loader's exit (unexpected, the message
-    as its log tail) and its process is stopped, as an operator would, so a later start works.
+    as its log tail) and its process is stopped, as an operator would, so a later start works;
+    a supervised one is then started again, as after any other exit.
 
     Args:
         process: Its ``harness.stack.process.ManagedProcess``.
@@ -417,18 +418,23 @@ class ExitWatch:
                 if self._stop is not None:
                     self._stop()
                 self.history.record("loader", "info", "stopped_failed", pid=pid)
+                self._supervise()  # its exit, for the checks and for its supervisor alike
                 continue
             if ended:
                 code = self.process.returncode()
                 tail = "" if expected else self._log_tail(30)
                 record_exit(self.history, pid, code, expected, tail)
-                if not expected and self.restart_on_exit and self._watching:
-                    time.sleep(SUPERVISOR_DELAY_S)
-                    try:
-                        self.history.record("loader", "info", "supervisor_restart")
-                        self._restart()
-                    except Exception as exc:  # recorded; a later exit is watched again
-                        self.history.record(
-                            "loader", "fail", "supervisor_restart", error=str(exc)[:300]
-                        )
+                if not expected:
+                    self._supervise()
             time.sleep(EXIT_POLL_S)
+
+    def _supervise(self) -> None:
+        """After an exit the harness did not cause: start a supervised loader again."""
+        if not (self.restart_on_exit and self._watching):
+            return
+        time.sleep(SUPERVISOR_DELAY_S)
+        try:
+            self.history.record("loader", "info", "supervisor_restart")
+            self._restart()
+        except Exception as exc:  # recorded; a later exit is watched again
+            self.history.record("loader", "fail", "supervisor_restart", error=str(exc)[:300])

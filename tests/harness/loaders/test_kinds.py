@@ -223,3 +223,33 @@ def test_a_loader_that_stopped_loading_for_good_has_exited_and_is_stopped(tmp_pa
     (exit_,) = select(history, "loader", "exit")
     assert exit_.data["expected"] is False and "offset 56" in exit_.data["message"]
     assert not process.is_running()
+
+
+def test_a_supervised_loader_that_stopped_loading_for_good_is_started_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its failed tasks are its exit, for its supervisor as for the checks: it is started
+    again, as icefloe's loader is after it exits."""
+    from harness.loaders import base
+    from harness.stack.process import ManagedProcess
+
+    monkeypatch.setattr(base, "SUPERVISOR_DELAY_S", 0.0)
+    process = ManagedProcess("worker", tmp_path)
+    process.start([sys.executable, "-c", "import time; time.sleep(60)"], {}, tmp_path)
+    history = History()
+    restarts: list[int] = []
+    watch = base.ExitWatch(
+        process, history, lambda: restarts.append(1), process.log_tail,
+        lambda: "task 0 failed", process.kill,
+    )  # fmt: skip
+    watch.restart_on_exit = True
+    watch.started()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not restarts:
+        time.sleep(0.1)
+    watch.close()
+    assert restarts == [1]
+    assert [e.name for e in select(history, "loader")][-2:] == [
+        "stopped_failed",
+        "supervisor_restart",
+    ]
