@@ -86,8 +86,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _commit() -> str:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        )
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+            cwd=Path(__file__).resolve().parents[2],  # the checkout, wherever the reports go
+        )  # fmt: skip
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
     return out.stdout.strip()
