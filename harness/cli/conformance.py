@@ -171,6 +171,20 @@ def merge(paths: list[Path], reports: Path) -> Path:
     return out
 
 
+def _run(scenario: Any, stack: Any, kind: Any, seed: int | None, args: argparse.Namespace) -> Any:
+    """One run of ``scenario`` against loader ``kind``, with the command's reports folder and
+    live progress (unless ``--quiet``)."""
+    from harness.cli.scenario import progress
+    from harness.scenarios.runner import RunOptions, run_scenario
+
+    start: list[float] = []
+    options = RunOptions(
+        seed=seed, reports_dir=args.reports, loader=kind,
+        listener=None if args.quiet else progress(start),
+    )  # fmt: skip
+    return run_scenario(scenario, stack, options)
+
+
 def reproduce(path: Path, args: argparse.Namespace) -> int:
     """Run each finding of an earlier table again and write whether it showed again.
 
@@ -186,12 +200,10 @@ def reproduce(path: Path, args: argparse.Namespace) -> int:
     Returns:
         0 when every finding was reproduced, else 1.
     """
-    from harness.cli.scenario import progress
     from harness.cli.stack import healthy_stack
     from harness.conformance import table
     from harness.loaders.kinds import resolve
     from harness.scenarios import model
-    from harness.scenarios.runner import RunOptions, run_scenario
 
     doc = json.loads(path.read_text())
     profile = doc.get("profile", args.profile)
@@ -203,12 +215,8 @@ def reproduce(path: Path, args: argparse.Namespace) -> int:
     for cell in findings:
         file = Path(cell.file) if Path(cell.file).is_absolute() else table.ROOT / cell.file
         say(f"[bold]{cell.scenario}[/] on [bold]{cell.loader}[/], seed {cell.seed}")
-        start: list[float] = []
-        options = RunOptions(
-            seed=cell.seed, reports_dir=args.reports, loader=resolve(cell.loader),
-            listener=None if args.quiet else progress(start),
-        )  # fmt: skip
-        result = run_scenario(model.find(str(file), profile=profile), stack, options)
+        scenario = model.find(str(file), profile=profile)
+        result = _run(scenario, stack, resolve(cell.loader), cell.seed, args)
         again = table.from_result(result, cell.loader, "")
         shown, verdict = reproduced(cell.anomalies, again.anomalies)
         failed += not shown
@@ -260,14 +268,13 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.reproduce:
         return reproduce(args.reproduce, args)
-    from harness.cli.scenario import interrupt_on_sigterm, progress
+    from harness.cli.scenario import interrupt_on_sigterm
     from harness.cli.stack import healthy_stack
     from harness.conformance import semantics, table
     from harness.loaders.capabilities import needs, not_applicable
     from harness.loaders.kinds import resolve
     from harness.scenarios import model
     from harness.scenarios.reports import report
-    from harness.scenarios.runner import RunOptions, run_scenario
 
     interrupt_on_sigterm()
     kinds = [resolve(name) for name in (args.loader or DEFAULT_LOADERS)]
@@ -306,12 +313,7 @@ def run(args: argparse.Namespace) -> int:
                 ))  # fmt: skip
                 continue
             say(f"[bold]{scenario.name}[/] on [bold]{kind.name}[/]")
-            start: list[float] = []
-            options = RunOptions(
-                seed=args.seed, reports_dir=args.reports, loader=kind,
-                listener=None if args.quiet else progress(start),
-            )  # fmt: skip
-            result = run_scenario(scenario, stack, options)
+            result = _run(scenario, stack, kind, args.seed, args)
             replay = f"{report.replay_command(result)} --loader {kind.name}"
             cell = table.from_result(result, kind.name, replay)
             cells.append(cell)
