@@ -17,7 +17,7 @@ from harness.provision.layout import Layout
 from harness.scenarios.checks.checkers import CHECKERS, CheckResult
 from harness.scenarios.model import PROFILES, ScenarioError, discover, find, load, parse
 from harness.scenarios.reports import report
-from harness.scenarios.runner import RunResult
+from harness.scenarios.runner import RunResult, settle_at_the_end
 from loader.config import load_config
 from loader.faultpoints import KILL_AFTER_COMMIT_ENV
 from loader.secret import Secret
@@ -180,6 +180,24 @@ _FakeStack = functools.partial(
 def test_unknown_profile_is_refused() -> None:
     with pytest.raises(ScenarioError, match="profile"):
         parse(MINIMAL, profile="soak")
+
+
+def test_only_the_last_wait_for_rows_settles_unless_a_step_says_otherwise() -> None:
+    doc = {
+        "steps": [
+            {"do": "await_loaded"},
+            {"do": "sleep", "seconds": 1},
+            {"do": "await_loaded", "settle_s": 3},
+            {"do": "await_loaded", "timeout_s": 9},
+        ],
+        "checks": [{"check": "exactly_once"}],
+    }
+    steps = parse(doc).steps
+    timeline = settle_at_the_end(steps)
+    assert [s.params.settle_s for s in timeline if s.do == "await_loaded"] == [0.0, 3, None]
+    assert timeline[3].params.timeout_s == 9
+    assert timeline[1] is steps[1]
+    assert [s.params.settle_s for s in steps if s.do == "await_loaded"] == [None, 3, None]
 
 
 def test_find_accepts_names_with_or_without_number() -> None:

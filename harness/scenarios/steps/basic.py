@@ -124,8 +124,9 @@ def await_publish(run: Any, p: AwaitPublish) -> None:
 
 @dataclass(frozen=True)
 class AwaitLoaded:
-    """``timeout_s``: give up after; ``settle_s``: then wait this long (default: 2 triggers);
-    ``skip_if_failed``: not at all once the live monitor has found a broken rule."""
+    """``timeout_s``: give up after; ``settle_s``: then wait this long (default: the loader's
+    settle, two triggers for icefloe, on the run's last wait only); ``skip_if_failed``: not at
+    all once the live monitor has found a broken rule."""
 
     timeout_s: float = 180.0
     settle_s: float | None = None
