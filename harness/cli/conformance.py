@@ -62,6 +62,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="start no run past this many minutes (the rest are reported as not run)",
     )
     parser.add_argument("--no-semantics", action="store_true", help="skip the hostile inputs")
+    parser.add_argument(
+        "--one-at-a-time",
+        action="store_true",
+        help="never run two loaders' runs of a scenario side by side (by default they share the "
+        "machine when the scenario faults no shared service and judges no seconds)",
+    )
     parser.add_argument("--reports", type=Path, default=Path("reports"), help="reports folder")
     parser.add_argument("--quiet", action="store_true", help="no live progress")
     parser.add_argument(
@@ -171,18 +177,50 @@ def merge(paths: list[Path], reports: Path) -> Path:
     return out
 
 
-def _run(scenario: Any, stack: Any, kind: Any, seed: int | None, args: argparse.Namespace) -> Any:
+def _run(
+    scenario: Any,
+    stack: Any,
+    kind: Any,
+    seed: int | None,
+    args: argparse.Namespace,
+    label: str = "",
+) -> Any:
     """One run of ``scenario`` against loader ``kind``, with the command's reports folder and
-    live progress (unless ``--quiet``)."""
+    live progress (unless ``--quiet``; each line starts with ``label`` when given)."""
     from harness.cli.scenario import progress
     from harness.scenarios.runner import RunOptions, run_scenario
 
     start: list[float] = []
     options = RunOptions(
         seed=seed, reports_dir=args.reports, loader=kind,
-        listener=None if args.quiet else progress(start),
+        listener=None if args.quiet else progress(start, label),
     )  # fmt: skip
     return run_scenario(scenario, stack, options)
+
+
+def _cells(
+    scenario: Any, kinds: list[Any], stack: Any, args: argparse.Namespace, together: bool
+) -> list[tuple[Any, Any]]:
+    """Run ``scenario`` against each of ``kinds``, all at once when ``together``, else one
+    after the other; return each loader's (cell, result) in the order of ``kinds``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from harness.conformance import table
+    from harness.scenarios.reports import report
+
+    def one(kind: Any) -> tuple[Any, Any]:
+        result = _run(scenario, stack, kind, args.seed, args, f"{kind.name} " if together else "")
+        replay = f"{report.replay_command(result)} --loader {kind.name}"
+        cell = table.from_result(result, kind.name, replay)
+        report.write_markdown(result)
+        on = f" on {kind.name}" if together else ""
+        say(f"  {escape(cell.text())}{on} in {result.elapsed_s:.0f} s; {result.run_dir}")
+        return cell, result
+
+    if not together:
+        return [one(kind) for kind in kinds]
+    with ThreadPoolExecutor(max_workers=len(kinds), thread_name_prefix="cell") as pool:
+        return list(pool.map(one, kinds))
 
 
 def reproduce(path: Path, args: argparse.Namespace) -> int:
@@ -271,10 +309,10 @@ def run(args: argparse.Namespace) -> int:
     from harness.cli.scenario import interrupt_on_sigterm
     from harness.cli.stack import healthy_stack
     from harness.conformance import semantics, table
+    from harness.conformance.pairing import must_run_alone
     from harness.loaders.capabilities import needs, not_applicable
     from harness.loaders.kinds import resolve
     from harness.scenarios import model
-    from harness.scenarios.reports import report
 
     interrupt_on_sigterm()
     kinds = [resolve(name) for name in (args.loader or DEFAULT_LOADERS)]
@@ -295,7 +333,9 @@ def run(args: argparse.Namespace) -> int:
     cells: list[table.Cell] = []
     fates: dict[str, list[Any]] = {}
     semantic_runs: dict[str, str] = {}
+    side_by_side: list[str] = []
     for scenario in plan:
+        runnable = []
         for kind in kinds:
             # The hostile inputs are a record of what each loader does: run against every one.
             missing = (
@@ -305,25 +345,28 @@ def run(args: argparse.Namespace) -> int:
                 cells.append(table.not_applicable(scenario, kind.name, missing))
                 why = escape("; ".join(missing))
                 say(f"[yellow]not applicable[/] {scenario.name} on {kind.name}: {why}")
-                continue
-            if time.monotonic() - began > budget_s:
+            elif time.monotonic() - began > budget_s:
                 cells.append(table.Cell(
                     scenario.name, kind.name, table.NOT_RUN, file=table.scenario_file(scenario),
                     reason=f"past the {args.budget_minutes:g}-minute budget",
                 ))  # fmt: skip
-                continue
-            say(f"[bold]{scenario.name}[/] on [bold]{kind.name}[/]")
-            result = _run(scenario, stack, kind, args.seed, args)
-            replay = f"{report.replay_command(result)} --loader {kind.name}"
-            cell = table.from_result(result, kind.name, replay)
+            else:
+                runnable.append(kind)
+        if not runnable:
+            continue
+        alone = "--one-at-a-time" if args.one_at_a_time else must_run_alone(scenario)
+        together = len(runnable) > 1 and alone is None
+        if together:
+            side_by_side.append(scenario.name)
+        on = " and ".join(f"[bold]{k.name}[/]" for k in runnable)
+        say(f"[bold]{scenario.name}[/] on {on}" + (", side by side" if together else ""))
+        for cell, result in _cells(scenario, runnable, stack, args, together):
             cells.append(cell)
-            report.write_markdown(result)
-            say(f"  {escape(cell.text())} in {result.elapsed_s:.0f} s; {result.run_dir}")
             if scenario is semantic:
-                fates[kind.name] = read_fates(result.run_dir)
-                semantic_runs[kind.name] = str(result.run_dir)
-            if not stack.healthy():  # an outage run that failed must not sink the next
-                stack.up()
+                fates[cell.loader] = read_fates(result.run_dir)
+                semantic_runs[cell.loader] = str(result.run_dir)
+        if not stack.healthy():  # an outage run that failed must not sink the next
+            stack.up()
     elapsed = time.monotonic() - began
     names = [k.name for k in kinds]
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -338,6 +381,10 @@ def run(args: argparse.Namespace) -> int:
         f"`{command}` at commit {_commit()}, profile {args.profile}, {elapsed / 60:.1f} minutes.",
         "",
         table.markdown(cells, names),
+        "Run side by side (the loaders' runs of the scenario at the same time): "
+        + (", ".join(side_by_side) or "none")
+        + ". The others ran one loader at a time.",
+        "",
     ]
     if fates:
         text += ["## Hostile inputs", "", semantics.markdown(fates)]
@@ -351,7 +398,7 @@ def run(args: argparse.Namespace) -> int:
          "semantics": {n: [vars(f) for f in fs] for n, fs in fates.items()},
          "semantics_runs": semantic_runs,
          "minutes": round(elapsed / 60, 1), "command": command, "commit": _commit(),
-         "profile": args.profile},
+         "profile": args.profile, "side_by_side": side_by_side},
         indent=1, default=str))  # fmt: skip
     say(f"conformance: {path} ({elapsed / 60:.1f} min)")
     return 1 if any(c.outcome == table.ERROR for c in cells) else 0

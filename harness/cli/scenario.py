@@ -220,8 +220,9 @@ def _shown(value: Any) -> Any:
     return f"<{len(value)}>" if isinstance(value, list | dict) and len(str(value)) > 60 else value
 
 
-def progress(start: list[float]) -> Any:
-    """A listener that prints a run's events as they are recorded, timed from the first."""
+def progress(start: list[float], label: str = "") -> Any:
+    """A listener that prints a run's events as they are recorded, timed from the first (each
+    line after ``label``: whose run it is, when several print at once)."""
 
     def show(event: Any) -> None:
         if not start:
@@ -237,7 +238,7 @@ def progress(start: list[float]) -> Any:
             data = f"{event.data['statement'][:80]} {data}"
         colour = {"fail": "red", "ok": "green"}.get(event.phase, "cyan")
         say(
-            f"  {event.time - start[0]:7.1f}s [{colour}]{event.kind:<7}[/] "
+            f"  {escape(label)}{event.time - start[0]:7.1f}s [{colour}]{event.kind:<7}[/] "
             f"{event.name} {event.phase} {data[:160]}"
         )
 
