@@ -289,10 +289,10 @@ def _kill_step(story: Story, loader: Any) -> Any:
     pid = loader.kill()
     at_kill = lab.count() - before
     out.say(f"SIGKILL to pid {pid} (and its JVM) with {at_kill:,} of {count:,} rows visible")
-    result = future.result()
     restarted = lab.loader("demo-loader")
-    _, took = out.run("restarting the loader", restarted.start)
+    _, took = out.run("restarting the loader while the stream goes on", restarted.start)
     out.say(f"restarted in {took:.0f} s; it resumes from the offsets in the table")
+    result = future.result()
     story.visible_within("rows after the restart", before + result.valid, time.monotonic(), 300)
     story.exactly_once("after kill -9 and restart")
     return restarted

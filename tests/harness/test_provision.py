@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.provision import go
 from harness.provision import steps as provision
 from harness.provision.layout import Layout, cache_dir
 
@@ -36,3 +37,25 @@ def test_every_real_step_is_cached_after_provisioning() -> None:
     if not layout.trino_home.is_dir():
         pytest.skip("cache not provisioned (make provision)")
     assert all(step.done() for step in provision.steps(layout))
+
+
+@pytest.mark.parametrize(
+    ("mem_total_kb", "expected"),
+    [
+        (24 * 2**20, 4 << 30),  # 24 GiB: 4 GiB, the most a compiler process gets
+        (12 * 2**20, 2 << 30),  # 12 GiB: a sixth
+        (4 * 2**20, 1 << 30),  # 4 GiB: never below 1 GiB
+    ],
+)
+def test_the_go_compilers_memory_follows_the_machines(
+    tmp_path: Path, mem_total_kb: int, expected: int
+) -> None:
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text(f"MemTotal:       {mem_total_kb} kB\nMemFree:        1000 kB\n")
+    assert go.compiler_memory_limit(meminfo) == expected
+
+
+def test_an_unreadable_meminfo_leaves_gos_collector_as_it_is(tmp_path: Path) -> None:
+    assert go.compiler_memory_limit(tmp_path / "missing") is None
+    (tmp_path / "odd").write_text("nothing here\n")
+    assert go.compiler_memory_limit(tmp_path / "odd") is None
