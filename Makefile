@@ -31,8 +31,10 @@ provision: early-minio venv ## fetch Kafka, MinIO, the REST catalog, Trino, Spar
 early-minio:
 	@$(PYTHON) -m harness.provision.early start || true
 
-up: provision ## start the local stack (Kafka, MinIO, REST catalog, Trino)
-	$(BIN)/icefloe up --no-provision
+# `icefloe up` and `icefloe demo` provision first, and start the services that do not need
+# MinIO while it builds.
+up: early-minio venv ## start the local stack (Kafka, MinIO, REST catalog, Trino)
+	$(BIN)/icefloe up
 
 down: ## stop the local stack
 	@if [ -x $(BIN)/icefloe ]; then $(BIN)/icefloe down; fi
@@ -40,8 +42,8 @@ down: ## stop the local stack
 status: venv ## pid, ports, health and memory of each service
 	$(BIN)/icefloe status
 
-demo: provision ## bring the stack up and walk through it
-	$(BIN)/icefloe demo --no-provision
+demo: early-minio venv ## bring the stack up and walk through it
+	$(BIN)/icefloe demo
 
 test: provision ## unit, integration and scenario tests on the real stack
 	$(BIN)/pytest -m "not slow" $(DURATIONS) $(PYTEST_ARGS)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import time
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -297,9 +298,9 @@ class ContainerStack(Stack):
         for service in (self.kafka, self.minio, self.catalog, self.trino):
             service.attach(specs[service.name], self.project, self.engine)
 
-    def up(self) -> float:
+    def up(self, skip: Collection[str] = ()) -> float:
         self._ensure_network()
-        took = super().up()
+        took = super().up(skip)
         (self.config.run_dir / BACKEND_FILE).write_text(self.backend + "\n")
         return took
 

@@ -40,14 +40,20 @@ def make_stack(config: StackConfig, backend: str | None = None) -> Any:
 
 
 def prepare(stack: Any) -> None:
-    """Everything the stack needs before `up`: provisioning, and the images for containers."""
+    """Everything the stack needs before `up`: provisioning, and the images for containers.
+
+    On the local backend, the services that do not need MinIO start while it still builds
+    (the last step of a first run, docs/benchmarks.md#a-cold-first-run-issue-30).
+    """
     from harness.provision.layout import Layout
     from harness.provision.steps import provision
 
     layout = Layout(stack.config.cache_dir)
-    provision(layout)
-    if getattr(stack, "backend", "local") == "containers":
-        from harness.containers.images import ImageBuilder
+    if getattr(stack, "backend", "local") != "containers":
+        provision(layout, meanwhile=lambda: stack.up(skip=("minio",)))
+        return
+    from harness.containers.images import ImageBuilder
 
-        stack.engine.ensure_running()
-        ImageBuilder(stack.engine, layout).build_all()
+    provision(layout)
+    stack.engine.ensure_running()
+    ImageBuilder(stack.engine, layout).build_all()

@@ -8,7 +8,7 @@ is ready; `down` stops them, Trino first. Typed accessors give clients their end
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -77,16 +77,18 @@ class Stack:
         return self.trino.url
 
     # Lifecycle.
-    def up(self) -> float:
-        """Start every service that is not running; return seconds until all are ready."""
+    def up(self, skip: Collection[str] = ()) -> float:
+        """Start every service that is not running but those named in ``skip``; return seconds
+        until all are ready."""
         started = time.monotonic()
         with ThreadPoolExecutor(max_workers=4) as pool:
             for wave in self.start_waves:
-                todo = [self.service(n) for n in wave]
+                todo = [self.service(n) for n in wave if n not in skip]
                 for service, took in zip(todo, pool.map(lambda s: s.start(), todo), strict=True):
                     say(f"[green]ready[/] {service.name} ({took:.1f} s)")
         total = time.monotonic() - started
-        say(f"stack up in {total:.1f} s (run directory {self.config.run_dir})")
+        but = f" but {', '.join(skip)}" if skip else ""
+        say(f"stack up{but} in {total:.1f} s (run directory {self.config.run_dir})")
         return total
 
     def down(self) -> None:
