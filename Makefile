@@ -31,7 +31,7 @@ provision: early-minio venv ## fetch Kafka, MinIO, the REST catalog, Trino, Spar
 early-minio:
 	@$(PYTHON) -m harness.provision.early start || true
 
-# `icefloe up` and `icefloe demo` provision first, and start the services that do not need
+# `icefloe up` and `icefloe demo` provision first, and start the processes of the services but
 # MinIO while it builds.
 up: early-minio venv ## start the local stack (Kafka, MinIO, REST catalog, Trino)
 	$(BIN)/icefloe up

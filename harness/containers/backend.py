@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import time
-from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -298,9 +297,9 @@ class ContainerStack(Stack):
         for service in (self.kafka, self.minio, self.catalog, self.trino):
             service.attach(specs[service.name], self.project, self.engine)
 
-    def up(self, skip: Collection[str] = ()) -> float:
+    def up(self) -> float:
         self._ensure_network()
-        took = super().up(skip)
+        took = super().up()
         (self.config.run_dir / BACKEND_FILE).write_text(self.backend + "\n")
         return took
 
