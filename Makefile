@@ -31,10 +31,8 @@ provision: early-minio venv ## fetch Kafka, MinIO, the REST catalog, Trino, Spar
 early-minio:
 	@$(PYTHON) -m harness.provision.early start || true
 
-# `icefloe up` and `icefloe demo` provision first, and start the processes of the services but
-# MinIO while it builds.
-up: early-minio venv ## start the local stack (Kafka, MinIO, REST catalog, Trino)
-	$(BIN)/icefloe up
+up: provision ## start the local stack (Kafka, MinIO, REST catalog, Trino)
+	$(BIN)/icefloe up --no-provision
 
 down: ## stop the local stack
 	@if [ -x $(BIN)/icefloe ]; then $(BIN)/icefloe down; fi
@@ -42,8 +40,8 @@ down: ## stop the local stack
 status: venv ## pid, ports, health and memory of each service
 	$(BIN)/icefloe status
 
-demo: early-minio venv ## bring the stack up and walk through it
-	$(BIN)/icefloe demo
+demo: provision ## bring the stack up and walk through it
+	$(BIN)/icefloe demo --no-provision
 
 test: provision ## unit, integration and scenario tests on the real stack
 	$(BIN)/pytest -m "not slow" $(DURATIONS) $(PYTEST_ARGS)

@@ -277,11 +277,7 @@ def steps(layout: Layout) -> list[Step]:
     ]
 
 
-def provision(
-    layout: Layout,
-    extras: Sequence[str] = (),
-    meanwhile: Callable[[], object] | None = None,
-) -> int:
+def provision(layout: Layout, extras: Sequence[str] = ()) -> int:
     """Run every step not yet done; return how many ran. Says so when none had to.
 
     Steps marked ``beside`` start first, each in a thread, and the others run in turn
@@ -291,9 +287,6 @@ def provision(
     Args:
         layout: the cache.
         extras: names of `optional_steps` to run as well (``toxiproxy``).
-        meanwhile: run once the steps in turn are done while a step beside them still runs
-            (`icefloe up` and `icefloe demo` start the services that do not need MinIO while
-            it builds); not run when no step beside the others had to run.
 
     Raises:
         KeyError: an unknown name in ``extras``.
@@ -328,8 +321,6 @@ def provision(
         for step in (s for s in todo if not s.beside):
             say(f"[yellow]..[/] {step.name}")
             timed(step)
-        if meanwhile is not None and any(t.is_alive() for t in threads):
-            meanwhile()
     finally:
         for thread in threads:
             thread.join()

@@ -40,21 +40,14 @@ def make_stack(config: StackConfig, backend: str | None = None) -> Any:
 
 
 def prepare(stack: Any) -> None:
-    """Everything the stack needs before `up`: provisioning, and the images for containers.
-
-    On the local backend, the processes of the services other than MinIO start while it still
-    builds (the last step of a first run, docs/benchmarks.md#a-cold-first-run-issue-30); `up`
-    waits for them.
-    """
+    """Everything the stack needs before `up`: provisioning, and the images for containers."""
     from harness.provision.layout import Layout
     from harness.provision.steps import provision
 
     layout = Layout(stack.config.cache_dir)
-    if getattr(stack, "backend", "local") != "containers":
-        provision(layout, meanwhile=lambda: stack.launch(skip=("minio",)))
-        return
-    from harness.containers.images import ImageBuilder
-
     provision(layout)
-    stack.engine.ensure_running()
-    ImageBuilder(stack.engine, layout).build_all()
+    if getattr(stack, "backend", "local") == "containers":
+        from harness.containers.images import ImageBuilder
+
+        stack.engine.ensure_running()
+        ImageBuilder(stack.engine, layout).build_all()

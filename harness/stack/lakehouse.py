@@ -8,7 +8,7 @@ is ready; `down` stops them, Trino first. Typed accessors give clients their end
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -88,15 +88,6 @@ class Stack:
         total = time.monotonic() - started
         say(f"stack up in {total:.1f} s (run directory {self.config.run_dir})")
         return total
-
-    def launch(self, skip: Collection[str] = ()) -> None:
-        """Start the processes of the first wave's services but those in ``skip``, without
-        waiting for them: `up` then waits. Trino is not ready before MinIO is (its probe scans
-        a table), but its JVM's start is the stack's longest."""
-        for name in self.start_waves[0]:
-            if name not in skip:
-                self.service(name).launch()
-                say(f"[yellow]..[/] {name} starting")
 
     def down(self) -> None:
         """Stop every service: Toxiproxy if it runs, Trino, the catalog, then Kafka and MinIO."""

@@ -45,7 +45,6 @@ class LocalService(ABC):
         self.layout = Layout(config.cache_dir)
         self.state_dir = config.run_dir / self.name
         self.process = ManagedProcess(self.name, self.state_dir)
-        self._after_start_due = False  # launched by this object, `after_start` not yet run
 
     # What each service defines.
     @abstractmethod
@@ -76,26 +75,8 @@ class LocalService(ABC):
     def java(self, service: str) -> Path:
         return jdk.choose(service, self.layout.cache).java
 
-    def launch(self) -> None:
-        """Start the process unless running, without waiting for it to be ready: `start`
-        waits (the services that do not need MinIO are launched while it builds).
-
-        Raises:
-            PortTaken: another process holds one of the service's ports (it would answer the
-                readiness check in the service's stead).
-        """
-        if self.process.is_running():
-            return
-        await_free(self.name, self.ports, self.config.host, self.config.port_settings(self.ports))
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        self.prepare()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CATALOG_", "MINIO_"))}
-        env.update(self.environment())
-        self.process.start(self.command(), env, cwd=self.state_dir)
-        self._after_start_due = True
-
     def start(self) -> float:
-        """Start unless running (or launched), then wait for readiness; returns seconds to ready.
+        """Start unless running, then wait for readiness; returns seconds to ready.
 
         Raises:
             PortTaken: another process holds one of the service's ports (it would answer the
@@ -104,12 +85,15 @@ class LocalService(ABC):
         """
         if self.process.is_running():
             self.process.resume()
-        else:
-            self.launch()
+            return wait_ready(self.name, self.readiness(), self.process, self.config.start_timeout)
+        await_free(self.name, self.ports, self.config.host, self.config.port_settings(self.ports))
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        self.prepare()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("CATALOG_", "MINIO_"))}
+        env.update(self.environment())
+        self.process.start(self.command(), env, cwd=self.state_dir)
         took = wait_ready(self.name, self.readiness(), self.process, self.config.start_timeout)
-        if self._after_start_due:
-            self.after_start()
-            self._after_start_due = False
+        self.after_start()
         return took
 
     def stop(self) -> None:

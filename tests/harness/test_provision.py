@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -30,40 +29,6 @@ def test_second_run_does_nothing(
     assert provision.provision(Layout(tmp_path)) == 0
     assert runs == ["fetch"]
     assert "nothing to do" in capsys.readouterr().err
-
-
-def test_meanwhile_runs_while_a_step_beside_the_others_is_still_running(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`icefloe up` starts the services that need no MinIO while MinIO builds, and only then."""
-    building = threading.Event()
-    built = tmp_path / "minio"
-    seen: list[str] = []
-
-    def build() -> None:
-        building.wait(timeout=10)
-        built.write_text("x")
-
-    def in_turn() -> None:
-        (tmp_path / "trino").write_text("x")
-
-    def fake_steps(_layout: Layout) -> list[provision.Step]:
-        return [
-            provision.Step("trino", (tmp_path / "trino").exists, in_turn),
-            provision.Step("minio", built.exists, build, beside=True),
-        ]
-
-    def meanwhile() -> None:
-        seen.append(f"trino {(tmp_path / 'trino').exists()}, minio {built.exists()}")
-        building.set()
-
-    monkeypatch.setattr(provision, "steps", fake_steps)
-    monkeypatch.setattr(provision, "optional_steps", lambda _layout: {})
-    monkeypatch.setattr(provision, "_place_early_build", lambda *_args: None)
-    assert provision.provision(Layout(tmp_path), meanwhile=meanwhile) == 2
-    assert seen == ["trino True, minio False"]
-    assert provision.provision(Layout(tmp_path), meanwhile=meanwhile) == 0
-    assert len(seen) == 1, "nothing was building: the services start with the others"
 
 
 def test_every_real_step_is_cached_after_provisioning() -> None:
