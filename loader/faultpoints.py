@@ -31,10 +31,11 @@ Variables:
   batch with records to write after ``ICEFLOE_TEST_KILL_AFTER_COMMITS`` commits (default 0).
 - ``ICEFLOE_TEST_KILL_AFTER_COMMIT=N``: the same as ``ICEFLOE_TEST_KILL_AT=committed`` with N-1
   commits let through: SIGKILL right after the N-th commit.
-- ``ICEFLOE_TEST_PAUSE_AT=POINT``: SIGSTOP the loader's process group (Python driver, Spark's JVM
-  and its Python workers) at ``POINT`` after ``ICEFLOE_TEST_PAUSE_AFTER_COMMITS`` commits
-  (default 0). It stays frozen until someone sends SIGCONT, as a garbage-collection pause, a
-  frozen VM or a stalled container would.
+- ``ICEFLOE_TEST_PAUSE_AT=POINT``: SIGSTOP the loader's process group (the Python driver and
+  Spark's JVM) at ``POINT`` after ``ICEFLOE_TEST_PAUSE_AFTER_COMMITS`` commits (default 0). It
+  stays frozen until someone sends SIGCONT, as a garbage-collection pause, a frozen VM or a
+  stalled container would. Spark's Python daemon and its workers are not stopped: the daemon
+  puts itself in a process group of its own (``pyspark/daemon.py``), and waits on the JVM.
 - ``ICEFLOE_TEST_TRACE=FILE``: each fault that fires appends one JSON line to FILE (point,
   action, commits so far, process id, time), written and synced before the signal: the record
   of where a fault landed, which no outside observer can get right for a kill.
@@ -229,7 +230,8 @@ def read_trace(path: str | os.PathLike[str]) -> list[dict[str, object]]:
 
 
 def _signal_group(sig: int) -> None:
-    """Signal the loader's process group (its JVM and Python workers are in it) if it leads one.
+    """Signal the loader's process group (its JVM is in it; Spark's Python daemon is in a group
+    of its own, and ends when the JVM does) if it leads one.
 
     A loader that does not lead its group (started inside another program's group) signals only
     itself, so the hook never reaches the program that started it.

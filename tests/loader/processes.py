@@ -2,8 +2,9 @@
 in a file.
 
 ``python -m loader --config FILE`` starts in a new session, so its process group holds the
-Python driver, Spark's JVM and Spark's Python workers: a signal to the group reaches all of
-them, as a kill or a freeze of a container would.
+Python driver and Spark's JVM: a signal to the group reaches both. Spark's Python daemon and its
+workers put themselves in a group of their own: a kill of the group ends them too (the daemon
+exits when the JVM is gone), a freeze leaves them waiting on the frozen JVM.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class LoaderProcess:
             self._out.close()
 
     def kill(self) -> None:
-        """SIGKILL the loader's process group (driver, JVM, Python workers)."""
+        """SIGKILL the loader's process group (driver, JVM; the Python daemon then exits)."""
         self._signal(signal.SIGKILL)
         self.wait(30)
 
