@@ -6,11 +6,11 @@ with the loader's configuration for the stack: its jars, Java, JIT and class-dat
 reads the topic with the loader's Kafka source options (``KafkaConfig.spark_options``: the same
 ``maxOffsetsPerTrigger``) as a stream triggered ``availableNow``, decodes every record with the
 loader's JVM decoder (`loader.plain.plain_column`) and appends the rows to the table with
-Iceberg's writer, one file per table partition and task, no shuffle (``distribution-mode``
-none, fan-out). There is no validation split and no dead letter (a record the decoder declines
-would be appended as a row of nulls; the bench's backlogs have none), no lease or fencing, no
-offsets in the snapshot summary, no first slice, no metrics: what the loader takes longer than
-this is what its guarantees cost.
+Iceberg's writer as the loader hands them over (`loader.sink.APPEND_OPTIONS`: no shuffle,
+each task's rows sorted by partition). There is no validation split and no dead letter (a
+record the decoder declines would be appended as a row of nulls; the bench's backlogs have
+none), no lease or fencing, no offsets in the snapshot summary, no first slice, no metrics:
+what the loader takes longer than this is what its guarantees cost.
 
 `run_engine` starts it as a subprocess (so its start-up counts as the loader's does) and times
 it from the process start to every row visible in Trino; ``python -m harness.bench.engine`` is
@@ -31,8 +31,6 @@ from harness.bench.report import BOUND, ENGINE, Throughput
 from harness.bench.workload import data_files, watch_until_visible
 
 TIMEOUT_S = 3600
-WRITE_OPTIONS = {"distribution-mode": "none", "fanout-enabled": "true"}
-"""Iceberg's writer without a shuffle: rows in Kafka order, one open file per partition."""
 
 
 def load(config_file: Path, checkpoint: Path) -> None:
@@ -45,6 +43,7 @@ def load(config_file: Path, checkpoint: Path) -> None:
     from loader.classdata import ClassData
     from loader.config import load_config
     from loader.plain import plain_column
+    from loader.sink import APPEND_OPTIONS
     from loader.spark import session
 
     config = load_config(config_file, env={})
@@ -66,7 +65,7 @@ def load(config_file: Path, checkpoint: Path) -> None:
             row = plain_column(records, schema, config.decode).alias("row")
             rows = records.select(row).select("row.*")
             writer = rows.writeTo(table)
-            for key, value in WRITE_OPTIONS.items():
+            for key, value in APPEND_OPTIONS.items():
                 writer = writer.option(key, value)
             writer.append()
             _say(f"batch {_batch_id} appended")
