@@ -200,6 +200,48 @@ def test_columns_added_and_dropped_in_trino_apply_without_restart(
     assert counts(stack, table) == (15, 15)
 
 
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "partitioning = ARRAY['month(timestamp)', 'bucket(event_id, 3)'], "
+        "sorted_by = ARRAY['integer']",
+        "partitioning = ARRAY[]",
+    ],
+    ids=["spec-changed-and-sorted", "unpartitioned"],
+)
+def test_a_table_laid_out_anew_while_loading_takes_every_row_once(
+    stack: Any,
+    spark: Any,
+    table_factory: Any,
+    topic_factory: Any,
+    produce: Any,
+    loader_config: Any,
+    layout: str,
+) -> None:
+    """Each task sorts its rows by the table's partition before Iceberg writes them, one file
+    at a time (``sink.APPEND_OPTIONS``): the layout the table has when a batch is written is
+    the one its rows are sorted for, whatever its owner changed in between."""
+    table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory(partitions=2)
+    rows = reference_values(400, seed=7)  # event times over 30 days: many day partitions
+    _, config = loader_config(table, [topic])
+
+    with running(config, spark) as job:
+        produce(topic, [v for _, v in rows[:100]], partition=0)
+        produce(topic, [v for _, v in rows[100:200]], partition=1)
+        pump_until(job, lambda: counts(stack, table)[0] >= 200, 90, "200 rows")
+        stack.query(f"ALTER TABLE {table} SET PROPERTIES {layout}")
+        produce(topic, [v for _, v in rows[200:300]], partition=0)
+        produce(topic, [v for _, v in rows[300:]], partition=1)
+        pump_until(job, lambda: counts(stack, table)[0] >= 400, 90, "400 rows")
+    assert counts(stack, table) == (400, 400)
+    sent = sorted(json.loads(v)["integer"] for _, v in rows)
+    landed = sorted(r[0] for r in stack.query(f"SELECT integer FROM {table}"))
+    assert landed == sent
+    schema, name = table.rsplit(".", 1)
+    specs = stack.query(f'SELECT count(DISTINCT spec_id) FROM {schema}."{name}$files"')
+    assert specs == [[2]], "the second batch was written for the new layout"
+
+
 def consume(stack: Any, topic: str, count: int, timeout_s: float = 30) -> list[Any]:
     """Read ``count`` messages from the start of ``topic``."""
     import time
