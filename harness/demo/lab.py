@@ -101,15 +101,9 @@ class Lab:
 
     # -- loaders ----------------------------------------------------------------------------
 
-    def loader(
-        self,
-        loader_id: str,
-        hooks: TestHooks | None = None,
-        settings: Mapping[str, Any] | None = None,
-    ) -> LoaderProcess:
+    def loader(self, loader_id: str, hooks: TestHooks | None = None) -> LoaderProcess:
         """A loader on the table (not started): the loader's defaults but for 2 s batches, a
-        10 s lease, metrics served and ``settings`` (by dotted key); ``hooks`` make its first
-        start freeze itself."""
+        10 s lease and metrics served; ``hooks`` make its first start freeze itself."""
         config = icefloe_config(
             self.stack,
             self.table,
@@ -118,7 +112,6 @@ class Lab:
                 "trigger_interval": DEMO_TRIGGER_S,
                 "lease_ttl": DEMO_LEASE_TTL_S,
                 "metrics_port": free_port(19400),
-                **(settings or {}),
             },
             loader_id=loader_id,
             dead_letter_topic=self.dead_letter_topic,
@@ -194,11 +187,6 @@ class Lab:
     def publish_later(self, count: int, seed: int, **options: Any) -> Future[PublishResult]:
         """`publish` in a background thread (a stream that goes on while something happens)."""
         return self._pool.submit(self.publish, count, seed, **options)
-
-    def stop_later(self, loader: LoaderProcess) -> Future[None]:
-        """`LoaderProcess.stop` in a background thread: the loader releases its lease first,
-        and its process may then take a while to exit (its JVM writing the class-data archive)."""
-        return self._pool.submit(loader.stop)
 
     # -- reading back -----------------------------------------------------------------------
 

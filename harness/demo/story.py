@@ -398,20 +398,8 @@ def _zombie_step(story: Story, loader: Any) -> Any:
         "a long GC pause or a frozen VM wakes a writer that still believes it owns the table: "
         "the catalog must refuse its stale commit, or rows land twice.",
     )
-    # The first loader to stop on a machine writes the class-data archive as its JVM exits
-    # (about 20 s on a cold one, [spark] class_data). A starts once the lease is released,
-    # while that goes on, and without the archive, so that it writes none of its own.
-    stopped = lab.stop_later(loader)
-    out.wait(
-        "stopping the loader (SIGTERM): until its lease is released",
-        lambda: 1 if stopped.done() or lab.lease_expires() <= time.time() else None,
-        timeout_s=120,
-    )
-    zombie = lab.loader(
-        "demo-loader",
-        TestHooks(pause_at="publish", pause_after_commits=0),
-        {"spark.class_data": ""},
-    )
+    out.run("stopping the loader (SIGTERM: the batch in progress finishes)", loader.stop)
+    zombie = lab.loader("demo-loader", TestHooks(pause_at="publish", pause_after_commits=0))
     out.run("starting loader A, set to freeze before its first publish", zombie.start)
     before = lab.count()
     future = lab.publish_later(1_000, story.next_seed(), rate=250.0, malformed_fraction=0.02)
@@ -425,7 +413,6 @@ def _zombie_step(story: Story, loader: Any) -> Any:
         lambda: 1 if time.time() > expires + 1.5 else None,
         timeout_s=120,
     )
-    stopped.result()  # the stopped loader's process is gone: B maps the archive it wrote
     successor = lab.loader("demo-loader-b")
     out.run("starting loader B (another loader id)", successor.start)
     result = future.result()
