@@ -37,8 +37,14 @@ Variables:
   stalled container would. Spark's Python daemon and its workers are not stopped: the daemon
   puts itself in a process group of its own (``pyspark/daemon.py``), and waits on the JVM.
 - ``ICEFLOE_TEST_TRACE=FILE``: each fault that fires appends one JSON line to FILE (point,
-  action, commits so far, process id, time), written and synced before the signal: the record
-  of where a fault landed, which no outside observer can get right for a kill.
+  landed, action, commits so far, process id, time), written and synced before the signal: the
+  record of where a fault landed, which no outside observer can get right for a kill.
+
+``point`` is the point the fault was armed at; ``landed`` is the last point the process had
+reached when the signal went. They differ only for a timed point whose batch moved on before
+its timer ran out: a kill armed at ``commit_sent`` whose commit landed first is traced with
+``landed`` ``committed``, and is a kill after a commit. Readers of older traces, which have no
+``landed``, take ``point`` (``where_landed``).
 """
 
 from __future__ import annotations
@@ -49,8 +55,8 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 __all__ = [
@@ -66,6 +72,7 @@ __all__ = [
     "FaultPoints",
     "Point",
     "read_trace",
+    "where_landed",
 ]
 
 log = logging.getLogger("icefloe.loader")
@@ -116,6 +123,19 @@ def _point(env: Mapping[str, str], name: str) -> str | None:
     return point
 
 
+def _signal_group(sig: int) -> None:
+    """Signal the loader's process group (its JVM is in it; Spark's Python daemon is in a group
+    of its own, and ends when the JVM does) if it leads one.
+
+    A loader that does not lead its group (started inside another program's group) signals only
+    itself, so the hook never reaches the program that started it.
+    """
+    if os.getpgrp() == os.getpid():
+        os.killpg(os.getpgrp(), sig)
+    else:
+        os.kill(os.getpid(), sig)
+
+
 @dataclass
 class FaultPoints:
     """The fault hooks one loader process honours.
@@ -127,6 +147,7 @@ class FaultPoints:
         pause_after_commits: commits to let through before the pause can fire.
         pause_delay_ms: for the timed points: how long after the work began to signal.
         trace: the file each fired fault is recorded in, or ``None``.
+        send: sends the signal (the loader's process group); a test passes one that does not.
     """
 
     kill_at: str | None = None
@@ -135,7 +156,12 @@ class FaultPoints:
     pause_after_commits: int = 0
     pause_delay_ms: int = 200
     trace: str | None = None
+    send: Callable[[int], None] = field(default=_signal_group, repr=False)
     _fired: bool = False
+    _at: str | None = None
+    # Held by a timer from its trace line to its signal, so the point it records as reached is
+    # still the last one reached when the signal goes.
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> FaultPoints:
@@ -173,41 +199,49 @@ class FaultPoints:
 
         Fires at most one fault per process. For the timed points the signal comes
         ``pause_delay_ms`` later from a timer thread, so the caller can start the work it is
-        about to do.
+        about to do; every call, also after that, moves the point the timer records as
+        reached.
         """
-        if self._fired:
-            return
-        action = None
-        if point == self.kill_at and commits >= self.kill_after_commits:
-            action = KILL
-        elif point == self.pause_at and commits >= self.pause_after_commits:
-            action = FREEZE
-        if action is None:
-            return
-        self._fired = True
+        with self._lock:
+            self._at = point
+            if self._fired:
+                return
+            action = None
+            if point == self.kill_at and commits >= self.kill_after_commits:
+                action = KILL
+            elif point == self.pause_at and commits >= self.pause_after_commits:
+                action = FREEZE
+            if action is None:
+                return
+            self._fired = True
         sig = signal.SIGKILL if action == KILL else signal.SIGSTOP
         if point in TIMED_POINTS:
             timer = threading.Timer(
-                self.pause_delay_ms / 1000, self._fire, (point, action, commits, sig)
+                self.pause_delay_ms / 1000, self._fire_timed, (point, action, commits, sig)
             )
             timer.daemon = True
             timer.start()
         else:
-            self._fire(point, action, commits, sig)
+            self._fire(point, point, action, commits, sig)
 
-    def _fire(self, point: str, action: str, commits: int, sig: int) -> None:
-        self._record(point, action, commits)
-        _signal_group(sig)
+    def _fire_timed(self, point: str, action: str, commits: int, sig: int) -> None:
+        with self._lock:
+            self._fire(point, self._at or point, action, commits, sig)
 
-    def _record(self, point: str, action: str, commits: int) -> None:
+    def _fire(self, point: str, landed: str, action: str, commits: int, sig: int) -> None:
+        self._record(point, landed, action, commits)
+        self.send(sig)
+
+    def _record(self, point: str, landed: str, action: str, commits: int) -> None:
         line = {
             "point": point,
+            "landed": landed,
             "action": action,
             "commits": commits,
             "pid": os.getpid(),
             "time": time.time(),
         }
-        log.warning("fault point %s: %s (after %s commits)", point, action, commits)
+        log.warning("fault point %s: %s at %s (after %s commits)", point, action, landed, commits)
         for handler in logging.getLogger().handlers:
             handler.flush()
         if self.trace is None:
@@ -229,14 +263,14 @@ def read_trace(path: str | os.PathLike[str]) -> list[dict[str, object]]:
         return []
 
 
-def _signal_group(sig: int) -> None:
-    """Signal the loader's process group (its JVM is in it; Spark's Python daemon is in a group
-    of its own, and ends when the JVM does) if it leads one.
+def where_landed(line: Mapping[str, object]) -> str | None:
+    """The point a traced fault landed at: ``landed``, or ``point`` in a trace older than it.
 
-    A loader that does not lead its group (started inside another program's group) signals only
-    itself, so the hook never reaches the program that started it.
+    Args:
+        line: A trace line (``read_trace``) or a ``loader``/``fault_landed`` event's data.
+
+    Returns:
+        The point, or None when the line names none.
     """
-    if os.getpgrp() == os.getpid():
-        os.killpg(os.getpgrp(), sig)
-    else:
-        os.kill(os.getpid(), sig)
+    at = line.get("landed") or line.get("point")
+    return None if at is None else str(at)

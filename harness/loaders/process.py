@@ -10,8 +10,9 @@ starts the loader again, as a supervisor (systemd, Kubernetes) would.
 
 Each start gets a fault-point trace file of its own (``trace-N.jsonl`` in its folder,
 ``loader.faultpoints``). Once a start has ended, what its trace says is recorded in the
-history: a ``loader``/``fault_landed`` event per fault that fired (its point and action), or a
-``loader``/``fault_not_landed`` event for a start armed with a fault point that never fired.
+history: a ``loader``/``fault_landed`` event per fault that fired (the point it was armed at,
+the point it landed at and its action), or a ``loader``/``fault_not_landed`` event for a start
+armed with a fault point that never fired.
 A fault counts where it landed, from what the loader recorded, not where it was aimed.
 
 A loader process runs the loader's own configuration model (``loader.config.LoaderConfig``),
@@ -47,6 +48,7 @@ from loader.faultpoints import (
     PAUSE_DELAY_MS_ENV,
     TRACE_ENV,
     read_trace,
+    where_landed,
 )
 
 HOOK_ENVS = (
@@ -449,6 +451,7 @@ class LoaderProcess:
                 "fault_landed",
                 **where,
                 point=line.get("point"),
+                landed=where_landed(line),
                 action=line.get("action"),
                 commits=line.get("commits"),
                 at=line.get("time"),

@@ -2,10 +2,12 @@
 
 A fault is counted where it landed, from what the system under test recorded, not where it
 was aimed. For a loader fault at a fault point that is the loader's own trace, which the
-harness records when the start ends (``loader``/``fault_landed``: point and action;
-``loader``/``fault_not_landed``: armed, never fired, not counted). Faults aimed from outside
-(a kill ``now``, during a start-up, when a commit starts; a zombie frozen ``now``) have no
-trace: they are counted apart, by how they were aimed.
+harness records when the start ends (``loader``/``fault_landed``: the point armed, the point
+landed and the action; ``loader``/``fault_not_landed``: armed, never fired, not counted). It
+is counted at the point it landed: a kill armed at ``commit_sent`` whose timer ran out once
+the commit had landed is a kill after a commit (a history without ``landed`` is counted at its
+``point``). Faults aimed from outside (a kill ``now``, during a start-up, when a commit starts;
+a zombie frozen ``now``) have no trace: they are counted apart, by how they were aimed.
 
 Every other injection (``fault``/``ok``/``<name>.inject``) is a fault of its kind (the
 registered kind, so a kill of Kafka and a kill of MinIO are one kind, ``kill_service``) and of
@@ -20,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history import History, select
-from loader.faultpoints import POINTS
+from loader.faultpoints import POINTS, where_landed
 
 __all__ = ["BANDS", "FaultCounts", "band", "fault_counts"]
 
@@ -63,7 +65,7 @@ class FaultCounts:
         by_service: Faults per service they hit (``loader``, ``kafka``, ``minio``,
             ``catalog``, ``trino``); faults on the table or topic (maintenance, schema,
             partitions) have none.
-        landed: Loader faults that fired at a point, per ``(action, point)`` (``kill`` or
+        landed: Loader faults that fired, per ``(action, point landed at)`` (``kill`` or
             ``freeze``), from the loader's traces.
         not_landed: Starts armed with a fault whose point never fired, per
             ``(action, point)`` armed.
@@ -153,7 +155,7 @@ def fault_counts(history: History) -> FaultCounts:
             if aimed is not None:
                 counts.outside[(kind, aimed)] += 1
     for e in select(history, "loader", "fault_landed"):
-        counts.landed[(str(e.data.get("action")), str(e.data.get("point")))] += 1
+        counts.landed[(str(e.data.get("action")), str(where_landed(e.data)))] += 1
     for e in select(history, "loader", "fault_not_landed"):
         armed = e.data.get("armed") or {}
         counts.not_landed[(str(armed.get("action")), str(armed.get("point")))] += 1

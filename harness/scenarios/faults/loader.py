@@ -30,6 +30,7 @@ from loader.faultpoints import (
     PAUSE_AT_ENV,
     POINTS,
     Point,
+    where_landed,
 )
 
 __all__ = ["KillLoader", "KillLoaderParams", "ZombieLoader", "ZombieParams"]
@@ -40,10 +41,10 @@ TAKE_OVER_POLL_S = 0.5
 
 
 def _fired(loader: Any, action: str) -> str | None:
-    """The point at which the loader's last start fired ``action`` (None: it did not)."""
+    """The point at which the loader's last start's ``action`` landed (None: it did not fire)."""
     for line in loader.last_trace():
         if line.get("action") == action:
-            return str(line.get("point"))
+            return where_landed(line)
     return None
 
 
