@@ -24,7 +24,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harness.bench.report import BASELINE, Throughput
+from harness.bench.figures import BASELINE, Throughput
 from harness.bench.workload import data_files, watch_until_visible
 
 

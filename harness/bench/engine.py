@@ -27,7 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harness.bench.report import BOUND, ENGINE, Throughput
+from harness.bench.figures import BOUND, ENGINE, Throughput
 from harness.bench.workload import data_files, watch_until_visible
 
 TIMEOUT_S = 3600

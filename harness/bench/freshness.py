@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.bench.figures import Freshness
 from harness.bench.loaders import local_loader
-from harness.bench.report import Freshness
 from harness.bench.stats import per_hour
 from harness.bench.workload import (
     BenchSchema,

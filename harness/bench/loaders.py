@@ -10,6 +10,7 @@ and from the first visible row to the last.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import time
@@ -18,7 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.bench.report import LOADER, Throughput
+from harness.bench.figures import LOADER, Throughput, describe_jvm
 from harness.bench.workload import Visibility, data_files, watch_until_visible
 from harness.history import History
 from harness.loaders.cluster import (
@@ -31,6 +32,8 @@ from harness.loaders.cluster import (
 from harness.loaders.config import secret_key_file, stack_loader_config
 from harness.loaders.icefloe import NO_LIMIT, icefloe_config
 from harness.loaders.process import LoaderProcess
+from harness.provision.jdk import read_jdk
+from loader.config import JVM_COLLECTORS, JVM_COMPILERS, SparkConfig
 from loader.secret import Secret
 
 TIMEOUT_S = 3600
@@ -92,6 +95,7 @@ def run_local(
         RuntimeError: the loader stopped, or not every row was visible within an hour.
     """
     loader = local_loader(stack, folder, table, topic, BACKLOG_TRIGGER_S, per_trigger, tuning)
+    jvm = driver_jvm(loader.settings.spark)  # before the start, which may make the archive
     started = time.monotonic()
     loader.start(wait=False, track=True)
     try:
@@ -105,7 +109,7 @@ def run_local(
     ready = started_after(loader)
     ready_text = f', "starting" after {ready:.1f} s' if ready is not None else ""
     ready_text += _tuned(tuning)
-    return _throughput(
+    figure = _throughput(
         stack,
         table,
         "loader_local",
@@ -114,6 +118,26 @@ def run_local(
         seen,
         f"{BACKLOG_TRIGGER_S:g} s trigger, {per_trigger:,} per batch{ready_text}",
     )
+    return dataclasses.replace(figure, jvm=jvm)
+
+
+def driver_jvm(spark: SparkConfig) -> str:
+    """The Java and the JVM flags that bear on speed of a local loader's driver, from its
+    ``[spark]`` settings: the heap (Spark's launcher gives ``-Xmx`` from ``driver_memory``),
+    the collector, the compilers (no flag for ``tiered``, Java's own default) and the class-data
+    archive (mapped when it exists, else made as the JVM exits)."""
+    flags = [f"-Xmx{spark.driver_memory}", JVM_COLLECTORS[spark.gc.lower()]]
+    compiler = JVM_COMPILERS[spark.jit.lower()]
+    if compiler:
+        flags.append(compiler)
+    if spark.class_data:
+        archive = Path(spark.class_data)
+        if archive.is_file():
+            flags.append(f"-XX:SharedArchiveFile={archive.name}")
+        else:
+            flags.append(f"-XX:ArchiveClassesAtExit (makes {archive.name})")
+    found = read_jdk(Path(spark.java_home)) if spark.java_home else None
+    return describe_jvm(found.feature if found else None, flags)
 
 
 def run_cluster(

@@ -1,136 +1,32 @@
 """The figures of one bench run, as JSON, as Markdown tables and as a PNG chart.
 
-A `Report` holds what was measured; everything here is a pure function of it except `write`,
-which puts the three files into the output folder.
+A `Report` holds what was measured (`harness.bench.figures`); everything here is a pure function
+of it except `write`, which puts the three files into the output folder. The Markdown opens with
+the headline (`harness.bench.headline`), then one table per backlog shape with every figure and
+its ratios to the bounds, then every run with the load average at its start and end.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.bench.stats import median_low, rate, ratio
+from harness.bench import headline
+from harness.bench.figures import (
+    BOUND_KEYS,
+    LOADER,
+    PEER,
+    Freshness,
+    LoadAverage,
+    Throughput,
+    shape_name,
+)
+from harness.bench.stats import ratio
 
-BOUND = "bound"
-BASELINE = "baseline"
-LOADER = "loader"
-PEER = "peer"
-RAW_CONSUME = "raw_consume"
-ENGINE = "engine"
-PARSE_TO_PARQUET = "parse_to_parquet"
-KAFKA_CONNECT = "kafka_connect"
-LOADER_LOCAL = "loader_local"
 NONE = "-"  # a figure not measured
-BOUND_KEYS = (RAW_CONSUME, ENGINE)
-"""The two bounds every backlog figure is a ratio of: raw consume and the engine's own cost."""
-
-
-@dataclass(frozen=True)
-class Throughput:
-    """Rows through one stage or system on one backlog, timed (the median of its repetitions).
-
-    Attributes:
-        key: a stable name (``raw_consume``, ``engine``, ``loader_local``...).
-        label: what the table calls it.
-        kind: ``bound``, ``baseline``, ``loader`` or ``peer``.
-        rows: how many rows.
-        seconds: from its start (the process start for a loader) to the last row (visible in
-            Trino, for everything that writes a table).
-        first_seconds: from its start to the first row visible in Trino (None for raw consume
-            and the Parquet baseline, which write no table).
-        first_rows: rows visible at that moment.
-        detail: settings worth knowing.
-        files: data files it left (the table's, or the Parquet baseline's one); None: writes none.
-        window_days: the backlog's shape: its event times span this many days.
-        samples: rows/s from the start of every repetition (one when not repeated).
-        samples_from_first: rows/s from the first visible row of every repetition.
-    """
-
-    key: str
-    label: str
-    kind: str
-    rows: int
-    seconds: float
-    first_seconds: float | None = None
-    first_rows: int = 0
-    detail: str = ""
-    files: int | None = None
-    window_days: float = 1.0
-    samples: tuple[float, ...] = ()
-    samples_from_first: tuple[float, ...] = ()
-
-    @property
-    def rows_per_s(self) -> float | None:
-        """Rows per second from the start."""
-        return rate(self.rows, self.seconds)
-
-    @property
-    def rows_per_s_from_first(self) -> float | None:
-        """Rows per second from the first visible row to the last (what it sustains)."""
-        if self.first_seconds is None:
-            return None
-        return rate(self.rows - self.first_rows, self.seconds - self.first_seconds)
-
-    @property
-    def spread(self) -> tuple[float, float] | None:
-        """The lowest and highest rows/s from the start over its repetitions (None: one run)."""
-        return (min(self.samples), max(self.samples)) if len(self.samples) > 1 else None
-
-    @property
-    def spread_from_first(self) -> tuple[float, float] | None:
-        """The same, from the first visible row."""
-        values = self.samples_from_first
-        return (min(values), max(values)) if len(values) > 1 else None
-
-
-def median_run(runs: Sequence[Throughput]) -> Throughput:
-    """One figure from repetitions of the same measure: the run whose all-visible time is the
-    median (the lower one of an even count), with every run's rates as its samples.
-
-    Raises:
-        ValueError: no runs.
-    """
-    if not runs:
-        raise ValueError("no runs")
-    middle = median_low([t.seconds for t in runs])
-    chosen = next(t for t in runs if t.seconds == middle)
-    firsts = tuple(f for f in (t.rows_per_s_from_first for t in runs) if f is not None)
-    return replace(
-        chosen,
-        samples=tuple(t.rows_per_s or 0.0 for t in runs),
-        samples_from_first=firsts,
-    )
-
-
-@dataclass(frozen=True)
-class Freshness:
-    """Publish-to-visible latencies at one rate and trigger, and the data files left behind.
-
-    Attributes:
-        rate: messages per second published.
-        trigger_s: the loader's trigger interval.
-        seconds: how long it published.
-        published: messages published.
-        seen: messages seen in Trino before the end.
-        p50, p95, p99, max: publish-to-visible latency, seconds.
-        files: data files the setting added to the table (its ``$files``).
-        files_per_hour: ``files`` scaled to an hour of the same load.
-    """
-
-    rate: int
-    trigger_s: float
-    seconds: float
-    published: int
-    seen: int
-    p50: float | None
-    p95: float | None
-    p99: float | None
-    max: float | None
-    files: int
-    files_per_hour: float | None
 
 
 @dataclass
@@ -150,8 +46,8 @@ class Report:
 
     command: str
     started: str
-    load_start: tuple[float, float, float]
-    load_end: tuple[float, float, float] | None = None
+    load_start: LoadAverage
+    load_end: LoadAverage | None = None
     options: dict[str, Any] = field(default_factory=dict)
     throughputs: list[Throughput] = field(default_factory=list)
     freshness: list[Freshness] = field(default_factory=list)
@@ -191,7 +87,7 @@ class Report:
                         continue
                     if (t.rows_per_s or 0) > bound.rows_per_s:
                         found.append(
-                            f"{_shape(shape)}: {t.label} ({t.rows_per_s:,.0f} rows/s) beat "
+                            f"{shape_name(shape)}: {t.label} ({t.rows_per_s:,.0f} rows/s) beat "
                             f"{bound.label} ({bound.rows_per_s:,.0f} rows/s): no bound this run"
                         )
         return found
@@ -212,6 +108,7 @@ class Report:
                 }
                 for shape in self.shapes
             },
+            "headline": headline.as_json(self.throughputs),
             "throughput": [],
             "freshness": [asdict(f) for f in self.freshness],
             "notes": [*self.notes, *self.slower_bounds()],
@@ -234,12 +131,17 @@ class Report:
         return doc
 
     def to_markdown(self) -> str:
-        """The throughput tables (one per backlog shape), the loader beside its peer, the
-        freshness table, the load average, the commit and the command, in Markdown."""
-        lines: list[str] = []
+        """The headline (every row visible, the loader beside the sink at its best interval),
+        the throughput tables (one per backlog shape), every run, the freshness table, the load
+        average, the commit and the command, in Markdown."""
+        lines = headline.lines(self.throughputs)
         for shape in self.shapes:
-            lines += ["", f"**{_shape(shape)}**", "", *_throughput_table(self, shape)]
-            lines += _against_peer(self, shape)
+            lines += ["", f"**{shape_name(shape)}**", "", *_throughput_table(self, shape)]
+            shown = (t for t in self.throughputs if t.window_days == shape)
+            if any(t.rows_per_s_from_first is not None for t in shown):
+                lines += ["", headline.CAVEAT]
+        if any(t.runs for t in self.throughputs):
+            lines += ["", "**Every run**", "", *_runs_table(self.throughputs)]
         if self.freshness:
             lines += ["", *_freshness_table(self.freshness)]
         load = f"load average (1/5/15 min) at start {_load(self.load_start)}"
@@ -266,13 +168,9 @@ class Report:
         return paths
 
 
-def _shape(window_days: float) -> str:
-    if window_days <= 1:
-        return f"event times within {window_days:g} day"
-    return f"event times over {window_days:g} days"
-
-
-def _load(avg: Sequence[float]) -> str:
+def _load(avg: Sequence[float] | None) -> str:
+    if avg is None:
+        return NONE
     return "/".join(f"{x:.1f}" for x in avg)
 
 
@@ -323,22 +221,30 @@ def _throughput_table(report: Report, shape: float) -> list[str]:
     return lines
 
 
-def _against_peer(report: Report, shape: float) -> list[str]:
-    """A sentence: the loader beside the Kafka Connect sink on this shape, if both ran."""
-    loader, sink = report.find(LOADER_LOCAL, shape), report.find(KAFKA_CONNECT, shape)
-    if loader is None or sink is None:
-        return []
-    text = (
-        f"The loader beside the sink: every row visible after {loader.seconds:.1f} s against "
-        f"{sink.seconds:.1f} s ({_times(ratio(loader.seconds, sink.seconds))} as long)"
-    )
-    pace = ratio(loader.rows_per_s_from_first, sink.rows_per_s_from_first)
-    if pace is not None:
-        text += f"; rows/s once rows appear {_times(pace)} the sink's"
-    if loader.files is not None and sink.files:
-        times = _times(ratio(loader.files, sink.files))
-        text += f"; data files {loader.files:,} against {sink.files:,} ({times})"
-    return ["", text + "."]
+def _runs_table(figures: Sequence[Throughput]) -> list[str]:
+    """Every run of every figure, by shape and system, with the load average at its start and
+    end: what each median was taken from."""
+    lines = [
+        "| backlog | measured | run | started | all visible after | first visible after "
+        "| data files | load average at start | at end |",
+        "|---|---|--:|---|--:|--:|--:|--:|--:|",
+    ]
+    for t in figures:
+        for n, run in enumerate(t.runs, 1):
+            first = NONE if run.first_seconds is None else f"{run.first_seconds:.1f} s"
+            cells = [
+                shape_name(t.window_days),
+                t.label,
+                f"{n} of {len(t.runs)}",
+                run.started or NONE,
+                f"{run.seconds:,.1f} s",
+                first,
+                NONE if run.files is None else f"{run.files:,}",
+                _load(run.load_start),
+                _load(run.load_end),
+            ]
+            lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 def _freshness_table(rows: Sequence[Freshness]) -> list[str]:

@@ -3,9 +3,12 @@
 For each backlog shape (``--window-days``: event times within 1 day, over 30 days) a backlog of
 ``--rows`` reference rows is published once to a two-partition topic; the bounds (raw consume,
 the engine's own cost), the baselines, icefloe's loader (local, then cluster) and the Kafka
-Connect sink each read all of it, into tables of their own. With ``--repeat N`` each figure is
-measured N times, the systems taking turns (so a slow minute of the machine does not fall on
-one of them alone), and the median is reported with the spread. The freshness settings follow,
+Connect sink (at each of ``--sink-intervals``) each read all of it, into tables of their own.
+With ``--repeat N`` each figure is measured N times, and the headline's systems (the loader in
+local mode, the sink at each interval) at least ``--headline-repeat`` times, the systems taking
+turns (so a slow minute of the machine does not fall on one of them alone); the median is
+reported with the spread, and every run with the load average at its start and end. The
+freshness settings follow,
 each with its own topic, table and loader. A part that fails is noted in the report and the run
 goes on: the bench prints numbers, it asserts nothing.
 """
@@ -17,13 +20,15 @@ import datetime as dt
 import os
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from harness.bench import engine, freshness, loaders, peers, stages
 from harness.bench.baseline import run_baseline
+from harness.bench.figures import LoadAverage, Run, Throughput, median_run
 from harness.bench.options import (
     AUTO,
     BACKLOG_PARTS,
@@ -39,7 +44,7 @@ from harness.bench.options import (
     as_dict,
     command_line,
 )
-from harness.bench.report import Report, Throughput, median_run
+from harness.bench.report import Report
 from harness.bench.workload import BenchSchema, create_topic, publish_alternating, reference_values
 from harness.console import say
 
@@ -53,7 +58,7 @@ def output_folder(stack: Any, options: BenchOptions, started: dt.datetime) -> Pa
     return Path(stack.config.run_dir) / "bench" / started.strftime("%Y%m%dT%H%M%SZ")
 
 
-def _load() -> tuple[float, float, float]:
+def _load() -> LoadAverage:
     one, five, fifteen = os.getloadavg()
     return (round(one, 2), round(five, 2), round(fifteen, 2))
 
@@ -113,13 +118,19 @@ def run(stack: Any, options: BenchOptions) -> tuple[Report, Path]:
 
 
 def _measure(report: Report, part: str, measure: Callable[[], Throughput]) -> Throughput | None:
+    """``measure()``, recorded as one run with when it started and the load average at its
+    start and end; None (and a note in the report) when it fails."""
     say(f"measuring {part}")
+    started = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+    load_start = _load()
     try:
         figure = measure()
     except Exception as exc:  # noted in the report; the other parts still run
         report.notes.append(f"{part} failed: {type(exc).__name__}: {str(exc)[:500]}")
         say(f"[red]{part} failed[/]: {exc}")
         return None
+    run = Run.of(figure, started, load_start, _load())
+    figure = dataclasses.replace(figure, runs=(run,))
     from_first = figure.rows_per_s_from_first
     extra = f", {from_first:,.0f} rows/s from the first visible row" if from_first else ""
     files = f", {figure.files:,} data files" if figure.files is not None else ""
@@ -132,6 +143,28 @@ def _measure(report: Report, part: str, measure: Callable[[], Throughput]) -> Th
 
 Measure = Callable[[int], Throughput]
 """One measurement of a part; its argument is the repetition's number (folders, tables)."""
+
+
+@dataclass(frozen=True)
+class Turn:
+    """A part that reads the topic into a table, measured in turn with the others.
+
+    Attributes:
+        name: what the console and the notes call it.
+        measure: one measurement.
+        headline: whether the headline compares it (measured at least ``--headline-repeat``
+            times).
+    """
+
+    name: str
+    measure: Measure
+    headline: bool = False
+
+
+def schedule(counts: Sequence[int]) -> list[tuple[int, int]]:
+    """The order in which parts measured ``counts[i]`` times each take turns: round by round,
+    each part that still has a repetition to go, as ``(part index, repetition)``."""
+    return [(i, n) for n in range(max(counts, default=0)) for i, c in enumerate(counts) if n < c]
 
 
 def _backlog(
@@ -163,10 +196,11 @@ def _backlog(
             _keep(runs, name, _measure(report, _named(name, n, repeat), partial(measure, n)))
     values.clear()  # the messages are in Kafka now; free the memory before the loaders run
     turns = _turns(stack, options, schema, folder, topic, sink)
-    for n in range(repeat):  # the systems take turns
-        for name, measure in turns:
-            _keep(runs, name, _measure(report, _named(name, n, repeat), partial(measure, n)))
-    for name in [*(a for a, _ in alone), *(t for t, _ in turns)]:
+    counts = [options.repeats(headline=t.headline) for t in turns]
+    for i, n in schedule(counts):  # the systems take turns
+        name, times = turns[i].name, counts[i]
+        _keep(runs, name, _measure(report, _named(name, n, times), partial(turns[i].measure, n)))
+    for name in [*(a for a, _ in alone), *(t.name for t in turns)]:
         if runs.get(name):
             figure = median_run(runs[name])
             report.throughputs.append(dataclasses.replace(figure, window_days=shape))
@@ -174,10 +208,10 @@ def _backlog(
 
 def _turns(
     stack: Any, options: BenchOptions, schema: BenchSchema, folder: Path, topic: str, sink: bool
-) -> list[tuple[str, Measure]]:
+) -> list[Turn]:
     """The parts that read the topic into a table, each as a measurement of one repetition."""
     rows, per_trigger = options.rows, options.per_trigger
-    turns: list[tuple[str, Measure]] = []
+    turns: list[Turn] = []
     if options.runs(ENGINE):
 
         def the_engine(n: int) -> Throughput:
@@ -185,7 +219,7 @@ def _turns(
             where = folder / f"engine-{n}"
             return engine.run_engine(stack, where, table, topic, rows, per_trigger)
 
-        turns.append(("the engine", the_engine))
+        turns.append(Turn("the engine", the_engine))
     if options.runs(BASELINE):
         every = options.baseline_every_s
 
@@ -193,7 +227,7 @@ def _turns(
             log = folder / f"baseline-{n}.log"
             return run_baseline(stack, schema.table("baseline"), topic, rows, every, log)
 
-        turns.append(("baseline", the_baseline))
+        turns.append(Turn("baseline", the_baseline))
     for part, mode, measure in (
         (LOCAL, "local", loaders.run_local),
         (CLUSTER, "cluster", loaders.run_cluster),
@@ -205,14 +239,15 @@ def _turns(
                 table, where = schema.table(mode), folder / f"loader-{mode}-{n}"
                 return measure(stack, where, table, topic, rows, per_trigger, tuning)
 
-            turns.append((f"loader ({mode})", the_loader))
-    if sink:
+            turns.append(Turn(f"loader ({mode})", the_loader, headline=part == LOCAL))
+    for interval in options.sink_intervals if sink else ():
 
-        def the_sink(n: int) -> Throughput:
+        def the_sink(n: int, interval: float = interval) -> Throughput:
             table = schema.table("kafka_connect")
-            return peers.run_kafka_connect(stack, folder / f"kafka-connect-{n}", table, topic, rows)
+            where = folder / f"kafka-connect-{interval:g}s-{n}"
+            return peers.run_kafka_connect(stack, where, table, topic, rows, interval)
 
-        turns.append(("Kafka Connect sink", the_sink))
+        turns.append(Turn(f"Kafka Connect sink ({interval:g} s commits)", the_sink, headline=True))
     return turns
 
 

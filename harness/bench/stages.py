@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.bench.report import BASELINE, BOUND, PARSE_TO_PARQUET, RAW_CONSUME, Throughput
+from harness.bench.figures import BASELINE, BOUND, PARSE_TO_PARQUET, RAW_CONSUME, Throughput
 
 CHUNK = 50_000  # messages per decoded Arrow batch (about a task's share of a loader batch)
 

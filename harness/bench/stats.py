@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+MEDIAN_RUNS = 3
+"""The fewest runs of a system whose median the bench's headline reports: one or two runs are
+shown as what they are, never as a median."""
+
 
 def rate(count: float, seconds: float) -> float | None:
     """``count`` per second, or None when no time passed."""

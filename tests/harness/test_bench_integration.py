@@ -1,7 +1,8 @@
 """`icefloe bench` end to end on the real stack, at a tiny size. The default test runs every part
-but the cluster, the hand-written baseline and the Kafka Connect sink (so it costs what it did
-before the engine run joined); the slow one adds both, on both backlog shapes, repeated. They
-check that figures exist and add up, never how fast they are."""
+but the cluster, the hand-written baseline and the Kafka Connect sink, each once (so it costs
+what it did before the engine run joined); the slow one adds both, on both backlog shapes,
+repeated, the sink at one commit interval. They check that figures exist and add up, never how
+fast they are."""
 
 from __future__ import annotations
 
@@ -22,13 +23,17 @@ def test_a_small_bench_measures_every_part_and_writes_its_report(
 ) -> None:
     small = ["--rows", "20000", "--freshness-seconds", "10", "--rates", "1000", "--triggers", "1"]
     argv = [*small, "--window-days", "1", "--loader", "icefloe", "--skip", "baseline,cluster"]
-    options = parse([*argv, "--out", str(tmp_path)])
+    options = parse([*argv, "--headline-repeat", "1", "--out", str(tmp_path)])
     report, folder = run(stack, options)
 
     assert report.notes == ["skipped: baseline, cluster"]  # no part failed
     figures = {t.key: t for t in report.throughputs}
     assert set(figures) == {"raw_consume", "engine", "parse_to_parquet", "loader_local"}
     assert all(t.rows == 20_000 and t.seconds > 0 for t in figures.values())
+    for figure in figures.values():
+        (one,) = figure.runs
+        assert one.seconds == figure.seconds and one.started
+        assert one.load_start is not None and one.load_end is not None
     for key in ("engine", "loader_local"):
         first = figures[key].first_seconds
         assert first is not None and 0 < first <= figures[key].seconds
@@ -40,7 +45,9 @@ def test_a_small_bench_measures_every_part_and_writes_its_report(
     doc = json.loads((folder / "bench.json").read_text())
     raw, engine = figures["raw_consume"].rows_per_s, figures["engine"].rows_per_s
     assert doc["bounds_rows_per_s"] == {"1": {"raw_consume": raw, "engine": engine}}
-    assert "| loader, local[2] |" in (folder / "bench.md").read_text()
+    assert doc["headline"]["shapes"]["1"]["loader"]["runs"] == 1
+    markdown = (folder / "bench.md").read_text()
+    assert "| loader, local[2] | no median (1 run) |" in markdown
     assert (folder / "bench.png").stat().st_size > 0
 
 
@@ -57,6 +64,8 @@ def test_the_sink_the_baseline_and_two_shapes_repeated_give_medians_beside_the_l
         "3",
         "--loader",
         "kafka-connect",
+        "--sink-intervals",
+        "10",
     ]
     skip = ["--skip", "raw,parquet,cluster,freshness", "--out", str(tmp_path)]
     report, _ = run(stack, parse([*argv, *skip]))
@@ -67,4 +76,6 @@ def test_the_sink_the_baseline_and_two_shapes_repeated_give_medians_beside_the_l
             figure = report.find(key, shape)
             assert figure is not None and len(figure.samples) == 3, (key, shape)
             assert figure.spread is not None and (figure.files or 0) > 0
-    assert "The loader beside the sink" in report.to_markdown()
+    text = report.to_markdown()
+    assert "the loader beside the sink at its best commit interval, 10 s (of 10 s" in text
+    assert report.to_json()["headline"]["shapes"]["30"]["best_sink_interval_s"] == 10
