@@ -1,4 +1,4 @@
-"""A loader a user brings, described by a command line and a configuration template.
+r"""A loader a user brings, described by a command line and a configuration template.
 
 A user puts a loader of their own (a Flink job, a Spark job, a script) under the same scenarios
 without writing Python: a TOML file names the command that runs it, the configuration file it
@@ -22,6 +22,23 @@ reads (a template), its environment, what it can do and how to tell it has start
     MY_S3_ACCESS_KEY = "${s3_access_key}"
     MY_S3_SECRET_KEY = "${s3_secret_key}"
 
+    [observe]                      # how the kit tells its commits and its position (optional)
+    commit_key = "my.offsets"      # a summary key each of its commits carries
+    position = "summary"           # or "group" with consumer_group = "${loader_id}"
+    position_key = "my.offsets"    # JSON {"topic": {"partition": next offset}}
+    commit_interval_s = 2.0
+    halt_pattern = 'topic (?P<topic>\S+) partition (?P<partition>\d+) offset (?P<offset>\d+)'
+
+    [observe.dead_letter_headers]  # the headers its dead letters carry (optional)
+    topic = "my.source.topic"
+    partition = "my.source.partition"
+    offset = "my.source.offset"
+    reason = "my.reason"
+
+What ``[observe]`` leaves out is not known of the loader: without a position, a row missing at
+the end of a run is pending, never shown lost; without dead-letter headers, the checks of dead
+letters do not apply (``harness.observer``).
+
 Placeholders (``${name}``) are :data:`PLACEHOLDERS`; a name not among them is an error when the
 file is read. The S3 credentials (:data:`SECRETS`) may appear only in ``[env]``: never on the
 command line (``ps`` shows it) nor in the configuration file. Each start runs the command in
@@ -41,7 +58,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from harness.loaders.base import (
     Capability,
@@ -50,10 +67,21 @@ from harness.loaders.base import (
     LoaderTarget,
     OneProcessLoader,
 )
+from harness.observer import Observer
 from harness.stack import keys
 from harness.stack.process import ManagedProcess
 
-__all__ = ["PLACEHOLDERS", "SECRETS", "CommandKind", "CommandLoader", "CommandSpec", "load_spec"]
+__all__ = [
+    "PLACEHOLDERS",
+    "SECRETS",
+    "CommandKind",
+    "CommandLoader",
+    "CommandSpec",
+    "ObserveSpec",
+    "SpecError",
+    "consumer_group",
+    "load_spec",
+]
 
 PREFIX = "command:"
 """``--loader command:FILE`` names a command loader by its description file."""
@@ -74,6 +102,7 @@ PLACEHOLDERS = {
     "state_dir": "the loader's own folder (keep progress here: it survives a restart)",
     "config_file": "the rendered configuration file",
     "python": "the Python interpreter running the harness",
+    "spec_dir": "the folder of this description file (to name a program kept beside it)",
 }
 """Placeholders the command, the configuration template and ``[env]`` may use."""
 
@@ -101,6 +130,132 @@ def _names(text: str) -> set[str]:
     return found
 
 
+HALT_GROUPS = ("topic", "partition", "offset")
+"""The named groups a ``halt_pattern`` must have."""
+
+POSITIONS = ("summary", "group")
+"""Where a command loader may keep its committed position (``[observe] position``)."""
+
+
+@dataclass(frozen=True)
+class ObserveSpec:
+    """How the kit observes a command loader's commits and position (``[observe]``).
+
+    All None (no ``[observe]`` table): every snapshot not made by the kit's maintenance counts
+    as the loader's commit, and its position is unknown.
+
+    Attributes:
+        commit_key: A snapshot summary key every commit of the loader carries (None: every
+            snapshot not made by the kit's maintenance).
+        position: ``"summary"``: ``position_key`` of its newest commit on main; ``"group"``:
+            the committed offsets of ``consumer_group``; None: not observable.
+        position_key: With ``"summary"``: the summary key holding JSON
+            ``{"topic": {"partition": next offset}}``.
+        consumer_group: With ``"group"``: the consumer group (placeholders allowed).
+        commit_interval_s: How often it commits while it has rows (the kit's waits follow it).
+        halt_pattern: A regular expression with the named groups ``topic``, ``partition`` and
+            ``offset``, matching how its log names the message it stopped at.
+        dead_letter_headers: The headers its dead letters carry, by what they say: ``topic``,
+            ``partition``, ``offset`` (the source message) and ``reason`` (None: the kit cannot
+            read its dead letters, and checks of them do not apply).
+    """
+
+    commit_key: str | None = None
+    position: Literal["summary", "group"] | None = None
+    position_key: str | None = None
+    consumer_group: str | None = None
+    commit_interval_s: float | None = None
+    halt_pattern: str | None = None
+    dead_letter_headers: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.position is not None and self.position not in POSITIONS:
+            raise SpecError(f"[observe] position: {self.position!r}, expected one of {POSITIONS}")
+        # A key read under one position only would be ignored under the other: say so.
+        if self.position == "summary" and not self.position_key:
+            raise SpecError('[observe] position_key: required with position = "summary"')
+        if self.position != "summary" and self.position_key is not None:
+            raise SpecError('[observe] position_key: read only with position = "summary"')
+        if self.position == "group" and not self.consumer_group:
+            raise SpecError('[observe] consumer_group: required with position = "group"')
+        if self.position != "group" and self.consumer_group is not None:
+            raise SpecError('[observe] consumer_group: read only with position = "group"')
+        if self.consumer_group is not None:
+            used = _names(self.consumer_group)
+            if used - set(PLACEHOLDERS):
+                raise SpecError(
+                    f"[observe] consumer_group: unknown placeholder(s) "
+                    f"{sorted(used - set(PLACEHOLDERS))}"
+                )
+        if self.commit_key is not None and not self.commit_key:
+            raise SpecError("[observe] commit_key: an empty key (leave it out instead)")
+        if self.commit_interval_s is not None and not self.commit_interval_s > 0:
+            raise SpecError(
+                f"[observe] commit_interval_s: {self.commit_interval_s}, expected seconds > 0"
+            )
+        if self.halt_pattern is not None:
+            try:
+                compiled = re.compile(self.halt_pattern)
+            except re.error as exc:
+                raise SpecError(f"[observe] halt_pattern: does not compile: {exc}") from exc
+            missing = [g for g in HALT_GROUPS if g not in compiled.groupindex]
+            if missing:
+                raise SpecError(
+                    f"[observe] halt_pattern: no named group(s) {missing} "
+                    "(write (?P<topic>...), (?P<partition>...), (?P<offset>...))"
+                )
+
+
+OBSERVE_KEYS = (
+    "commit_key", "position", "position_key", "consumer_group", "commit_interval_s",
+    "halt_pattern", "dead_letter_headers",
+)  # fmt: skip
+LETTER_HEADERS = ("topic", "partition", "offset", "reason")
+"""What ``[observe.dead_letter_headers]`` names: the source message's coordinates, and why."""
+"""The keys of ``[observe]``."""
+
+
+def _observe(table: object) -> ObserveSpec:
+    if not isinstance(table, dict):
+        raise SpecError("[observe]: expected a table")
+    unknown = sorted(set(table) - set(OBSERVE_KEYS))
+    if unknown:
+        raise SpecError(f"[observe]: unknown key(s) {unknown}; known: {list(OBSERVE_KEYS)}")
+    texts = {}
+    for key in ("commit_key", "position", "position_key", "consumer_group", "halt_pattern"):
+        value = table.get(key)
+        if value is not None and not isinstance(value, str):
+            raise SpecError(f"[observe] {key}: {value!r}, expected a string")
+        texts[key] = value
+    interval = table.get("commit_interval_s")
+    if interval is not None and (
+        isinstance(interval, bool) or not isinstance(interval, int | float)
+    ):
+        raise SpecError(f"[observe] commit_interval_s: {interval!r}, expected seconds")
+    headers = table.get("dead_letter_headers")
+    if headers is not None:
+        if not isinstance(headers, dict) or not all(
+            isinstance(v, str) and v for v in headers.values()
+        ):
+            raise SpecError("[observe] dead_letter_headers: a table of header names")
+        missing = sorted(set(LETTER_HEADERS[:3]) - set(headers))
+        unknown = sorted(set(headers) - set(LETTER_HEADERS))
+        if missing or unknown:
+            raise SpecError(
+                f"[observe] dead_letter_headers: name {list(LETTER_HEADERS)} "
+                f"(missing {missing}, unknown {unknown})"
+            )
+    return ObserveSpec(
+        dead_letter_headers=headers,
+        commit_key=texts["commit_key"],
+        position=cast(Literal["summary", "group"] | None, texts["position"]),
+        position_key=texts["position_key"],
+        consumer_group=texts["consumer_group"],
+        commit_interval_s=None if interval is None else float(interval),
+        halt_pattern=texts["halt_pattern"],
+    )
+
+
 @dataclass(frozen=True)
 class CommandSpec:
     """A command loader's description (see the module's docstring for the file).
@@ -119,6 +274,7 @@ class CommandSpec:
         settle_s: How long a run waits after the last expected row is visible, for a late
             commit to show (about two of its commit intervals).
         stop_timeout_s: How long it may take to stop on SIGTERM before it is killed.
+        observe: How the kit observes its commits and position (``[observe]``).
         path: The file it was read from.
     """
 
@@ -133,6 +289,7 @@ class CommandSpec:
     progress: str = "(not described)"
     settle_s: float = 10.0
     stop_timeout_s: float = 60.0
+    observe: ObserveSpec = ObserveSpec()
     path: Path | None = None
 
     def __post_init__(self) -> None:
@@ -171,13 +328,13 @@ def load_spec(path: Path) -> CommandSpec:
 
     Raises:
         SpecError: an unknown key, a missing command, an unknown placeholder, a credential
-            outside ``[env]``, an unknown capability.
+            outside ``[env]``, an unknown capability, a wrong ``[observe]`` table.
         OSError: the file (or its configuration template file) cannot be read.
     """
     doc = tomllib.loads(path.read_text())
     known = {
         "name", "command", "config", "env", "capabilities", "ready_log", "ready_timeout_s",
-        "progress", "settle_s", "stop_timeout_s",
+        "progress", "settle_s", "stop_timeout_s", "observe",
     }  # fmt: skip
     unknown = sorted(set(doc) - known)
     if unknown:
@@ -203,34 +360,70 @@ def load_spec(path: Path) -> CommandSpec:
             progress=str(doc.get("progress", "(not described)")),
             settle_s=float(doc.get("settle_s", 10.0)),
             stop_timeout_s=float(doc.get("stop_timeout_s", 60.0)),
+            observe=_observe(doc.get("observe", {})),
             path=path,
         )
     except SpecError as exc:
         raise SpecError(f"{path}: {exc}") from exc
 
 
-def values(target: LoaderTarget, stack: Any, config_file: Path) -> dict[str, str]:
-    """The placeholders' values for ``target`` on ``stack`` (no credential among them)."""
+def values(
+    target: LoaderTarget, stack: Any, config_file: Path, spec_dir: Path | None = None
+) -> dict[str, str]:
+    """The placeholders' values for ``target`` on ``stack`` (no credential among them).
+
+    ``spec_dir`` is the description's folder (None, for a description not read from a file:
+    the current directory). Without a stack (None) its endpoints are empty.
+    """
     catalog, namespace, table = target.table.split(".", 2)
     del catalog
     endpoints = target.endpoints
+
+    def of_stack(name: str) -> str:
+        return str(getattr(stack, name)) if stack is not None else ""
+
     return {
-        "bootstrap_servers": endpoints.get("kafka.bootstrap", stack.bootstrap_servers),
+        "bootstrap_servers": endpoints.get("kafka.bootstrap", of_stack("bootstrap_servers")),
         "topic": target.topics[0],
         "topics": ",".join(target.topics),
         "table": target.table,
         "namespace": namespace,
         "table_name": table,
-        "catalog_uri": endpoints.get("catalog.uri", stack.catalog_uri),
+        "catalog_uri": endpoints.get("catalog.uri", of_stack("catalog_uri")),
         "warehouse": f"s3://{keys.WAREHOUSE_BUCKET}/",
-        "s3_endpoint": endpoints.get("catalog.s3_endpoint", stack.s3_endpoint),
+        "s3_endpoint": endpoints.get("catalog.s3_endpoint", of_stack("s3_endpoint")),
         "s3_region": keys.S3_REGION,
         "dead_letter_topic": target.dead_letter_topic or "",
         "loader_id": target.loader_id,
         "state_dir": str(target.state_dir.resolve()),
         "config_file": str(config_file),
         "python": sys.executable,
+        "spec_dir": str((spec_dir or Path()).resolve()),
     }
+
+
+def consumer_group(spec: CommandSpec, target: LoaderTarget, stack: Any = None) -> str | None:
+    """The consumer group whose committed offsets are the loader's position, for ``target``.
+
+    Args:
+        spec: The loader's description.
+        target: What the loader loads.
+        stack: The running stack (None: its endpoints' placeholders render empty; a group is
+            named by ``${loader_id}`` or the like, not by an endpoint).
+
+    Returns:
+        ``[observe] consumer_group`` with its placeholders filled in, or None when the
+        description keeps its position elsewhere (``position`` is not ``"group"``).
+    """
+    if spec.observe.consumer_group is None:
+        return None
+    config_file = target.state_dir.resolve() / spec.config_name
+    mapping = values(target, stack, config_file, _spec_dir(spec))
+    return string.Template(spec.observe.consumer_group).substitute(mapping)
+
+
+def _spec_dir(spec: CommandSpec) -> Path | None:
+    return None if spec.path is None else spec.path.parent
 
 
 class CommandLoader(OneProcessLoader):
@@ -270,7 +463,7 @@ class CommandLoader(OneProcessLoader):
         return self.target.dead_letter_topic
 
     def _render(self, text: str, extra: Mapping[str, str] | None = None) -> str:
-        mapping = values(self.target, self.stack, self.config_file)
+        mapping = values(self.target, self.stack, self.config_file, _spec_dir(self.spec))
         return string.Template(text).substitute({**mapping, **(extra or {})})
 
     def argv(self) -> list[str]:
@@ -407,6 +600,10 @@ class CommandLoader(OneProcessLoader):
     def progress(self) -> str:
         return self._render(self.spec.progress)
 
+    def consumer_group(self) -> str | None:
+        """The consumer group holding its position (``[observe]``), or None."""
+        return consumer_group(self.spec, self.target, self.stack)
+
     def uptime_s(self) -> float:
         return time.monotonic() - self._began
 
@@ -443,6 +640,28 @@ class CommandKind:
 
     def settle_s(self, target: LoaderTarget) -> float:
         return self.spec.settle_s
+
+    def observer(self, target: LoaderTarget) -> Observer:
+        """What ``[observe]`` declares, and nothing more. Its drain, with a commit interval
+        declared, allows a start and a few commits (as icefloe's own: 30 s + 5 intervals);
+        without one, the kit's default."""
+        observe = self.spec.observe
+        interval = observe.commit_interval_s
+        return Observer(
+            kind=self.name,
+            commit_key=observe.commit_key,
+            position=observe.position,
+            position_key=observe.position_key,
+            consumer_group=consumer_group(self.spec, target),
+            cadence_s=interval,
+            drain_s=30.0 + 5 * interval if interval is not None else Observer.drain_s,
+            halt_pattern=observe.halt_pattern,
+            letter_headers=(
+                {k: (v,) for k, v in observe.dead_letter_headers.items()}
+                if observe.dead_letter_headers is not None
+                else None
+            ),
+        )
 
     def describe(self) -> dict[str, Any]:
         return {
