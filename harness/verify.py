@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.observer import ICEFLOE, Observer
 from harness.scenarios.checks import compare
 from harness.scenarios.checks.compare import DeadLetterVerdict, RowVerdict, compare_rows
 from publisher.ledger import Ledger
@@ -31,19 +32,22 @@ __all__ = [
 
 
 def compare_dead_letters(
-    letters: Sequence[Mapping[str, str]], ledgers: Sequence[Ledger]
+    letters: Sequence[Mapping[str, str]], ledgers: Sequence[Ledger], observer: Observer = ICEFLOE
 ) -> DeadLetterVerdict:
     """Compare dead letters (their headers) with the messages of ``ledgers``, per source
     message (:func:`harness.scenarios.checks.compare.compare_dead_letters`: each source once).
 
     Args:
-        letters: Each dead letter's headers (``icefloe.source.*``, ``icefloe.error.*``).
+        letters: Each dead letter's headers.
         ledgers: What was published.
+        observer: How the loader that sent them names their source and reason (icefloe's
+            loader's headers by default; ``harness.observer``).
 
     Returns:
         The verdict.
     """
-    return compare.compare_dead_letters(letters, [e for ledger in ledgers for e in ledger.entries])
+    entries = [e for ledger in ledgers for e in ledger.entries]
+    return compare.compare_dead_letters(letters, entries, observer=observer)
 
 
 def ledger_files(topic: str, ledger_dir: Path = DEFAULT_LEDGER_DIR) -> list[Path]:

@@ -19,7 +19,6 @@ import argparse
 import dataclasses
 import datetime as dt
 import json
-import re
 import subprocess
 import sys
 import time
@@ -32,8 +31,6 @@ from rich.markup import escape
 from harness.console import say
 
 DEFAULT_LOADERS = ("icefloe", "kafka-connect")
-_NAMED = re.compile(r"partition (\d+) offset (\d+)")
-"""How a loader's exit names the message it stopped at (icefloe's form; the sink's is read so)."""
 SEMANTICS = Path(__file__).resolve().parents[2] / "scenarios" / "semantics" / "hostile_inputs.toml"
 """The hostile-inputs scenario, run against every loader."""
 
@@ -105,26 +102,24 @@ def read_fates(run_dir: Path) -> list[Any]:
     scenario (its history and ledgers: no service is asked)."""
     from harness.conformance.semantics import fates
     from harness.history import History, select
-    from harness.scenarios.checks.observe import ledger_entries, phases
+    from harness.observer import observer_of
+    from harness.scenarios.checks.observe import dead_letters, ledger_entries, phases
 
     history = History.read(run_dir / "history.jsonl").events
     counts: dict[str, int] = {}
     for event in select(history, "read", "table", "ok")[-1:]:
         counts = {str(k): int(n) for k, n in event.data.get("values", [])}
-    letters = [
-        letter.get("headers", {})
-        for event in select(history, "read", "dead_letters", "ok")
-        for letter in event.data.get("values", [])
-    ]
+    letters = dead_letters(history)
     rows: list[Any] = []
     for event in select(history, "sql", "hostile_rows", "ok")[-1:]:
         rows = list(event.data.get("values") or [])
     after = phases(run_dir).get("after", [])
     stopped_at = None
+    observer = observer_of(history)
     for event in select(history, "loader", "exit"):
-        found = _NAMED.search(str(event.data.get("message", "")))
-        if not event.data.get("expected") and found:
-            stopped_at = (int(found.group(1)), int(found.group(2)))
+        named = observer.halted_at(str(event.data.get("message", "")))
+        if not event.data.get("expected") and named:
+            stopped_at = (named[0][1], named[0][2])
             break
     return fates(ledger_entries(run_dir), counts, letters, rows, after, stopped_at)
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from loader import keys
+from harness.observer import Letter
 
 __all__ = ["SENT", "Fate", "fates", "markdown"]
 
@@ -91,7 +91,7 @@ def _stored(kind: str, row: Sequence[Any]) -> str:
 def fates(
     ledger: Iterable[Any],
     table_counts: Mapping[str, int],
-    letters: Iterable[Mapping[str, str]],
+    letters: Iterable[Letter],
     rows: Iterable[Sequence[Any]],
     after_ids: Iterable[str],
     stopped_at: tuple[int, int] | None = None,
@@ -101,7 +101,7 @@ def fates(
     Args:
         ledger: The run's ledger entries (``publisher.ledger.LedgerEntry``).
         table_counts: Event id -> rows in the table at the end.
-        letters: Each dead letter's headers (icefloe's names).
+        letters: Each dead letter, as the loader's observer reads it (``harness.observer``).
         rows: The ``hostile_rows`` read (``COLUMNS``).
         after_ids: Event ids of the valid rows published after every hostile one.
         stopped_at: The (partition, offset) the loader named when it stopped, if it did: its
@@ -114,8 +114,9 @@ def fates(
     # each phase's ledger counts its own seq from 0).
     entries = sorted((e for e in ledger if e.delivered), key=lambda e: (e.offset, e.partition))
     lettered = {
-        (letter.get(keys.DLQ_SOURCE_PARTITION), letter.get(keys.DLQ_SOURCE_OFFSET))
+        (str(letter.source[1]), str(letter.source[2]))
         for letter in letters
+        if letter.source is not None
     }
     by_id = {str(row[0]): row for row in rows if row}
     after = list(after_ids)

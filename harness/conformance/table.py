@@ -4,7 +4,11 @@ Pure functions over what the runs found (``harness.scenarios.runner.RunResult``)
 ``pass``, the anomalies found with their counts (each with the seed and the file that
 reproduce it), ``not applicable`` with the reason, ``not run`` (the time budget ran out) or
 ``error`` (the run itself failed). Anomalies keep their checks' names; :func:`category` sorts
-them into the five the table sums up: lost, duplicated, misrouted, stalled, coerced.
+them into the classes the table sums up: lost (the loader's committed position passed rows it
+never wrote), pending (rows not loaded, the position before them), duplicated, misrouted,
+stalled, coerced. A message two checks of one run both found is counted once in its class.
+Rows that arrived only in a run's drain are shown as *late* beside the outcome; checks that
+cannot apply to a loader are listed with why, not counted.
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ from typing import Any
 
 __all__ = ["CATEGORIES", "Cell", "category", "from_result", "markdown", "not_applicable"]
 
-CATEGORIES = ("lost", "duplicated", "misrouted", "stalled", "coerced")
+CATEGORIES = ("lost", "pending", "duplicated", "misrouted", "stalled", "coerced")
 """The anomaly classes the table sums up (an anomaly of no class is shown by its name)."""
 
 _PREFIXES = {
     "lost": ("lost", "missing"),
+    "pending": ("pending",),
     "duplicated": ("duplicate", "added_twice", "listed_twice"),
     "misrouted": ("misrouted", "unexpected"),
     "stalled": ("stalled", "stale", "unhealed", "unexplained_exit"),
@@ -81,6 +86,13 @@ class Cell:
         reason: Why not applicable, not run, unknown, or the error.
         seconds: How long the run took.
         replay: The command that runs it again.
+        classes: Anomalies by class, each message counted once whichever checks found it
+            (empty: computed from ``anomalies``).
+        notes: What the run found that breaks no promise: ``late`` rows (arrived only in the
+            drain).
+        inapplicable: Checks that could not apply to the loader, with why.
+        evidence: A few anomalies as their checks named them (a lost row with the commit that
+            passed it).
     """
 
     scenario: str
@@ -92,31 +104,44 @@ class Cell:
     reason: str = ""
     seconds: float = 0.0
     replay: str = ""
+    classes: Mapping[str, int] = field(default_factory=dict)
+    notes: Mapping[str, int] = field(default_factory=dict)
+    inapplicable: Mapping[str, str] = field(default_factory=dict)
+    evidence: tuple[str, ...] = ()
 
     def categories(self) -> dict[str, int]:
         """Anomaly counts by class (``CATEGORIES``; others under their own names)."""
+        if self.classes:
+            return dict(self.classes)
         out: dict[str, int] = {}
         for name, count in self.anomalies.items():
             check, _, anomaly = name.rpartition(": ")
-            key = category(anomaly, check) or anomaly
-            if check == "dead_letter":
-                key = f"dead letters {key}"  # of the malformed messages, not of the rows
+            key = class_of(anomaly, check)
             out[key] = out.get(key, 0) + count
         return out
 
     def text(self) -> str:
         """The cell as the table shows it."""
+        late = f", late {self.notes['late']}" if self.notes.get("late") else ""
         if self.outcome == PASS:
-            return "pass"
+            return f"pass{late}"
         if self.outcome == ANOMALIES:
             found = ", ".join(f"{k} {n}" for k, n in sorted(self.categories().items()))
-            return f"**{found}** (seed {self.seed})"
+            return f"**{found}**{late} (seed {self.seed})"
         if self.outcome == NOT_APPLICABLE:  # the capabilities it lacks; why, below the table
             lacks = [r.split(":", 1)[0].removeprefix("no ") for r in self.reason.split("; ")]
             return f"not applicable (no {', '.join(lacks)})"
         if self.outcome == NOT_RUN:
             return NOT_RUN
         return f"{self.outcome}: {self.reason[:120]}"
+
+
+def class_of(anomaly: str, check: str) -> str:
+    """The class a check's anomaly is counted under in a cell."""
+    key = category(anomaly, check) or anomaly
+    if check == "dead_letter":
+        key = f"dead letters {key}"  # of the malformed messages, not of the rows
+    return key
 
 
 def from_result(result: Any, loader: str, replay: str) -> Cell:
@@ -128,9 +153,10 @@ def from_result(result: Any, loader: str, replay: str) -> Cell:
         replay: The command that replays it.
 
     Returns:
-        ``pass`` when every check is valid; ``anomalies`` with each invalid check's anomalies
-        and counts; ``unknown`` when no check failed but one compared nothing; ``error`` when
-        the run itself failed.
+        ``pass`` when every check is valid (or not applicable); ``anomalies`` with each
+        invalid check's anomalies and counts, and by class with each message once;
+        ``unknown`` when no check failed but one compared nothing; ``error`` when the run
+        itself failed.
     """
     common = {
         "scenario": result.scenario.name,
@@ -139,21 +165,58 @@ def from_result(result: Any, loader: str, replay: str) -> Cell:
         "file": scenario_file(result.scenario),
         "seconds": round(result.elapsed_s, 1),
         "replay": replay,
+        "notes": {
+            k: v
+            for k, v in {
+                "late": max((int(c.stats.get("late", 0)) for c in result.checks), default=0)
+            }.items()
+            if v
+        },
+        "inapplicable": {
+            c.check: c.summary for c in result.checks if c.verdict == "not_applicable"
+        },
     }
+    invalid = [c for c in result.checks if c.verdict == "invalid"]
     anomalies = {
         f"{check.check}: {name}": anomaly.count
-        for check in result.checks
-        if check.verdict == "invalid"
+        for check in invalid
         for name, anomaly in check.anomalies.items()
     }
     if anomalies:
-        return Cell(outcome=ANOMALIES, anomalies=anomalies, **common)  # type: ignore[arg-type]
+        evidence = tuple(
+            f"{check.check}: {name}: {anomaly.examples[0]}"
+            for check in invalid
+            for name, anomaly in check.anomalies.items()
+            if anomaly.examples
+        )
+        return Cell(
+            outcome=ANOMALIES, anomalies=anomalies, classes=merged(invalid), evidence=evidence,
+            **common,
+        )  # type: ignore[arg-type]  # fmt: skip
     if result.error is not None:
         return Cell(outcome=ERROR, reason=str(result.error), **common)  # type: ignore[arg-type]
     if result.verdict == "valid":
         return Cell(outcome=PASS, **common)  # type: ignore[arg-type]
-    unknown = [c.check for c in result.checks if c.verdict != "valid"]
+    unknown = [c.check for c in result.checks if c.verdict == "unknown"]
     return Cell(outcome=UNKNOWN, reason=f"compared nothing: {', '.join(unknown)}", **common)  # type: ignore[arg-type]
+
+
+def merged(checks: Iterable[Any]) -> dict[str, int]:
+    """Anomaly counts by class over several checks' results, a message found by two checks
+    counted once in its class (anomalies that name their messages, ``Anomaly.keys``)."""
+    keyed: dict[str, set[str]] = {}
+    counted: dict[str, int] = {}
+    for check in checks:
+        for name, anomaly in check.anomalies.items():
+            cls = class_of(name, check.check)
+            keys: set[str] = getattr(anomaly, "keys", set())
+            if keys and len(keys) == anomaly.count:
+                keyed.setdefault(cls, set()).update(keys)
+            else:
+                counted[cls] = counted.get(cls, 0) + anomaly.count
+    return {
+        cls: len(keyed.get(cls, ())) + counted.get(cls, 0) for cls in sorted({*keyed, *counted})
+    }
 
 
 def not_applicable(scenario: Any, loader: str, reasons: Sequence[str]) -> Cell:
@@ -190,6 +253,14 @@ def markdown(cells: Iterable[Cell], loaders: Sequence[str]) -> str:
     if lacking:
         lines += ["", "Not applicable, and why:", ""]
         lines += [f"- {c.scenario} on {c.loader}: {c.reason}" for c in lacking]
+    partial = [c for c in cells if c.inapplicable and c.outcome != NOT_APPLICABLE]
+    if partial:
+        lines += ["", "Checks that could not apply to a loader (not counted), and why:", ""]
+        lines += [
+            f"- {c.scenario} on {c.loader}: {check}: {why}"
+            for c in partial
+            for check, why in sorted(c.inapplicable.items())
+        ]
     found = [c for c in cells if c.outcome in (ANOMALIES, ERROR, UNKNOWN)]
     if found:
         lines += ["", "Each finding, with what reproduces it:", ""]
@@ -197,4 +268,5 @@ def markdown(cells: Iterable[Cell], loaders: Sequence[str]) -> str:
             detail = ", ".join(f"{k} x{n}" for k, n in c.anomalies.items()) or c.reason[:200]
             lines.append(f"- {c.scenario} on {c.loader} ({c.outcome}): {detail}; file `{c.file}`, "
                          f"seed {c.seed}: `{c.replay}`")  # fmt: skip
+            lines += [f"  - e.g. {e[:300]}" for e in c.evidence[:3]]
     return "\n".join(lines) + "\n"

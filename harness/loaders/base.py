@@ -6,7 +6,9 @@ A *loader kind* (:class:`LoaderKind`) makes loaders for a run: icefloe's own
 configuration template (``harness.loaders.command``). A *loader* (:class:`Loader`) is one of
 them started for one topic and one table: start, stop, kill -9, freeze and thaw, its
 configuration, where it keeps its progress, where its dead letters go (if anywhere), its health
-and its log. The scenario engine talks to these two protocols only.
+and its log. The scenario engine talks to these two protocols only, and the checks read a kind only
+through its observer (``harness.observer``): which snapshots are its commits, where its
+committed position is, what its dead letters, halts and exit codes say.
 
 What a kind can do is declared as :class:`Capability` values; what a scenario needs is derived
 from its file (``harness.loaders.capabilities``). A scenario needing a capability a kind lacks
@@ -23,6 +25,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
+
+from harness.observer import Observer
 
 __all__ = [
     "Capability",
@@ -246,6 +250,12 @@ class LoaderKind(Protocol):
     def settle_s(self, target: LoaderTarget) -> float:
         """How long a run waits once every expected row is visible, so that a late commit
         (a duplicate) shows before the checks read: about two of its commit intervals."""
+        ...
+
+    def observer(self, target: LoaderTarget) -> Observer:
+        """How the checks read what a loader for ``target`` writes (``harness.observer``):
+        its commits, its committed position, its cadence and drain, its dead letters, its
+        halts and exit codes. What it leaves out makes a check not applicable."""
         ...
 
     def describe(self) -> dict[str, Any]:

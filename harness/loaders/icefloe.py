@@ -17,6 +17,7 @@ from typing import Any
 from harness.loaders.base import Capability, LoaderTarget
 from harness.loaders.config import stack_loader_config
 from harness.loaders.process import LoaderProcess
+from harness.observer import Observer, icefloe_observer
 from loader import settings as loader_settings
 from loader.config import LoaderConfig
 
@@ -37,6 +38,14 @@ at 1,000 messages a second when there is no cap (the loader's cap would make tha
 second at its 5 s batches). Everything else is the loader's own default; a scenario's ``[loader]``
 table sets more on top.
 """
+
+
+def _trigger_s(target: LoaderTarget) -> float:
+    """The trigger interval a target's loader runs with (its own default when unset)."""
+    trigger = target.settings.get("trigger_interval")
+    if trigger is None:
+        trigger = loader_settings.default(LoaderConfig, "trigger_interval")
+    return float(loader_settings.parse(LoaderConfig, "trigger_interval", trigger, "run"))
 
 
 def icefloe_config(
@@ -120,10 +129,12 @@ class IcefloeKind:
         loader.configure(self.config(target, loader.stack))
 
     def settle_s(self, target: LoaderTarget) -> float:
-        trigger = target.settings.get("trigger_interval")
-        if trigger is None:
-            trigger = loader_settings.default(LoaderConfig, "trigger_interval")
-        return 2 * float(loader_settings.parse(LoaderConfig, "trigger_interval", trigger, "run"))
+        return 2 * _trigger_s(target)
+
+    def observer(self, target: LoaderTarget) -> Observer:
+        """The loader's keys (``loader.keys``): its commits name their loader id, its position
+        is the offsets of its newest commit on main, it commits once per trigger."""
+        return icefloe_observer(_trigger_s(target))
 
     def describe(self) -> dict[str, Any]:
         return {

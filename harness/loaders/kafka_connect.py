@@ -33,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import time
 import urllib.error
 import urllib.request
@@ -44,13 +43,13 @@ from typing import Any
 
 from harness.history import History
 from harness.loaders.base import Capability, ExitWatch, Health, OneProcessLoader
+from harness.observer import GROUP, Observer
 from harness.provision import kafka_connect as provisioning
 from harness.provision.layout import Layout
 from harness.stack import keys
 from harness.stack.ports import free_port
 from harness.stack.process import ManagedProcess
 from harness.stack.service import console_log4j2, write_properties
-from loader import keys as loader_keys
 
 CONNECTOR_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
 STANDALONE_CLASS = "org.apache.kafka.connect.cli.ConnectStandalone"
@@ -227,25 +226,27 @@ CONNECT_ERROR_TOPIC = "__connect.errors.topic"
 CONNECT_ERROR_PARTITION = "__connect.errors.partition"
 CONNECT_ERROR_OFFSET = "__connect.errors.offset"
 CONNECT_ERROR_CLASS = "__connect.errors.exception.class.name"
+CONNECT_ERROR_MESSAGE = "__connect.errors.exception.message"
 """Context headers Connect puts on a dead letter (``errors.deadletterqueue.context.headers``)."""
 
+CONNECT_LETTERS = {
+    "topic": (CONNECT_ERROR_TOPIC,),
+    "partition": (CONNECT_ERROR_PARTITION,),
+    "offset": (CONNECT_ERROR_OFFSET,),
+    "reason": (CONNECT_ERROR_MESSAGE, CONNECT_ERROR_CLASS),
+}
+"""How the checks read a Connect dead letter (``harness.observer.Observer.letter``): its source
+from the context headers, its reason from the exception's message (or class). Connect names
+no error kind of the kit's, so a letter's kind and path are not compared."""
 
-def dead_letter_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """A Connect dead letter's headers as icefloe's loader names them, for ``harness.verify``.
+COMMIT_ID_KEY = "kafka.connect.commit-id"
+"""The summary key the sink's coordinator puts on every snapshot it commits."""
 
-    Args:
-        headers: One dead letter's headers (``harness.verify.read_dead_letters``).
+CONNECT_HALT = r"topic: (?P<topic>[^,\s]+), partition,? (?P<partition>\d+), offset: (?P<offset>\d+)"
+"""How Connect names the record a task failed at ("... topic: T, partition, 0, offset: 56")."""
 
-    Returns:
-        Its source topic, partition and offset and its error kind (the exception's class)
-        under the keys ``harness.verify.compare_dead_letters`` reads.
-    """
-    return {
-        loader_keys.DLQ_SOURCE_TOPIC: headers.get(CONNECT_ERROR_TOPIC, ""),
-        loader_keys.DLQ_SOURCE_PARTITION: headers.get(CONNECT_ERROR_PARTITION, "-1"),
-        loader_keys.DLQ_SOURCE_OFFSET: headers.get(CONNECT_ERROR_OFFSET, "-1"),
-        loader_keys.DLQ_ERROR_KIND: headers.get(CONNECT_ERROR_CLASS, "?"),
-    }
+DEFAULT_METADATA_MAX_AGE_MS = 300_000
+"""Kafka's consumer ``metadata.max.age.ms``: how late the sink's tasks may see new partitions."""
 
 
 def worker_properties(
@@ -688,10 +689,6 @@ KIND_WORKER_SETTINGS = {
 """Worker properties a run's sink gets beyond ``KafkaConnectSettings``' own (and why above)."""
 
 
-_RECORD = re.compile(r"topic: ([^,\s]+), partition,? (\d+), offset: (\d+)")
-"""How Connect names the record a task failed at ("... topic: T, partition, 0, offset: 56")."""
-
-
 class KafkaConnectLoader(OneProcessLoader):
     """The sink as a ``harness.loaders.base.Loader``: a :class:`KafkaConnectSink` whose own
     exits are watched (``ExitWatch``) and restarted when supervised.
@@ -717,10 +714,8 @@ class KafkaConnectLoader(OneProcessLoader):
         health = self.sink.health()
         tasks = list(health.tasks.values())
         if health.connector == "FAILED" or (tasks and all(t == "FAILED" for t in tasks)):
-            text = "\n".join(trace[:1500] for trace in health.traces.values()) or "FAILED"
-            # The record it names, also as icefloe's loader names it (what the checks read).
-            named = [f"topic {t} partition {n} offset {o}" for t, n, o in _RECORD.findall(text)]
-            return "\n".join([text, *named[:1]])
+            # The traces as Connect wrote them: the observer reads the record they name.
+            return "\n".join(trace[:1500] for trace in health.traces.values()) or "FAILED"
         return None
 
     @property
@@ -847,7 +842,6 @@ class KafkaConnectKind:
     """
 
     name = NAME
-    dead_letter_headers = staticmethod(dead_letter_headers)
 
     def __init__(self, **settings: Any) -> None:
         self.settings = settings
@@ -878,6 +872,29 @@ class KafkaConnectKind:
 
     def settle_s(self, target: Any) -> float:
         return 2 * self.sink_settings(target).commit_interval_ms / 1000
+
+    def observer(self, target: Any) -> Observer:
+        """The sink as it documents itself: its coordinator's commits carry
+        ``kafka.connect.commit-id``; its position is the tasks' consumer group, whose offsets
+        the tasks commit with the files they hand the coordinator; it commits every commit
+        interval; it sees a partition added to its topic when its consumers' metadata ages
+        out (``metadata.max.age.ms``). Its drain allows a killed worker's session to lapse
+        (``SESSION_TIMEOUT_MS``), a worker's start and two commit intervals."""
+        settings = self.sink_settings(target)
+        interval_s = settings.commit_interval_ms / 1000
+        worker = {**KIND_WORKER_SETTINGS, **settings.worker_extra}
+        metadata_ms = int(worker.get("consumer.metadata.max.age.ms", DEFAULT_METADATA_MAX_AGE_MS))
+        return Observer(
+            kind=NAME,
+            commit_key=COMMIT_ID_KEY,
+            position=GROUP,
+            consumer_group=settings.consumer_group,
+            cadence_s=interval_s,
+            drain_s=30.0 + SESSION_TIMEOUT_MS / 1000 + 2 * interval_s,
+            discovery_s=metadata_ms / 1000,
+            halt_pattern=CONNECT_HALT,
+            letter_headers=CONNECT_LETTERS,
+        )
 
     def describe(self) -> dict[str, Any]:
         defaults = KafkaConnectSettings("name", "c.s.t", ("t",), **self.settings)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from harness.history import History
+from harness.observer import GROUP, SUMMARY, Positions, decode_positions, encode_positions
 
 __all__ = ["RecordingClient", "metadata_table"]
 
@@ -59,15 +60,8 @@ class RecordingClient:
         self._ids: dict[str, set[str]] = {}
         self._snapshots: dict[str, set[int]] = {}
         self._letters: dict[str, int] = {}
+        self._positions: dict[str, Positions | None] = {}
         self._lock = threading.Lock()
-        # Names a loader kind's own dead-letter headers as icefloe's loader does (None: as is).
-        self.dead_letter_headers: Any = None
-
-    def _headers(self, raw: Any) -> dict[str, str]:
-        headers = _decode_headers(raw)
-        if self.dead_letter_headers is not None:
-            headers = {**headers, **self.dead_letter_headers(headers)}
-        return headers
 
     # -- Trino ---------------------------------------------------------------
 
@@ -190,19 +184,25 @@ class RecordingClient:
         return names
 
     def commits(self, table: str, *, attempts: int = 3) -> list[dict[str, Any]]:
-        """Snapshots committed since the previous commit read, recorded (kept in the history
-        even after ``expire_snapshots`` removed them from the table): each one's parent, the
-        loader id and process token (``instance``) that committed it, the owner a take-over
-        claimed it for (``claim``) and the id it was staged under (``staged``, write-audit-
-        publish), which the one-owner check reads."""
+        """Snapshots committed since the previous commit read, recorded with their summaries
+        (kept in the history even after ``expire_snapshots`` removed them from the table),
+        and the snapshot main points at now.
+
+        Each snapshot is its id, commit time, operation, parent, added records and its whole
+        summary: what a loader kind's observer (``harness.observer``) reads its commits,
+        position, process and staging from, whichever loader wrote it.
+        """
         statement = (
             "SELECT snapshot_id, to_unixtime(committed_at), operation, "
-            "element_at(summary, 'icefloe.loader-id'), element_at(summary, 'added-records'), "
-            "parent_id, element_at(summary, 'icefloe.instance'), "
-            "element_at(summary, 'icefloe.claim'), element_at(summary, 'wap.id') "
+            "element_at(summary, 'added-records'), parent_id, summary "
             f"FROM {metadata_table(table, 'snapshots')}"
         )
         rows = self._read("commits", statement, attempts)
+        refs = self._read(
+            "commits",
+            f"SELECT snapshot_id FROM {metadata_table(table, 'refs')} WHERE name = 'main'",
+            attempts,
+        )
         with self._lock:
             known = self._snapshots.setdefault(table, set())
             new = [r for r in rows if int(r[0]) not in known]
@@ -212,17 +212,93 @@ class RecordingClient:
                 "snapshot": int(s),
                 "time": float(t),
                 "operation": op,
-                "loader": loader,
                 "records": int(n) if n is not None else None,
                 "parent": int(parent) if parent is not None else None,
-                "instance": instance,
-                "claim": claim,
-                "staged": wap,
+                "summary": {str(k): str(v) for k, v in dict(summary or {}).items()},
             }
-            for s, t, op, loader, n, parent, instance, claim, wap in sorted(new, key=lambda r: r[1])
+            for s, t, op, n, parent, summary in sorted(new, key=lambda r: r[1])
         ]
-        self.history.record("read", "ok", "commits", table=table, total=len(rows), values=found)
+        main = int(refs[0][0]) if refs else None
+        self.history.record(
+            "read", "ok", "commits", table=table, total=len(rows), main=main, values=found
+        )
         return found
+
+    def positions(self, table: str, observer: Any, *, final: bool = False) -> Positions | None:
+        """The loader's committed position now, as its observer says where it is: the offsets
+        in its newest commit on main (``summary``) or its consumer group's (``group``).
+
+        Recorded (``read``/``positions``: its source, what holds it, the offsets) when it
+        changed since the previous read of the table, and always when ``final``.
+
+        Args:
+            table: The run's table.
+            observer: The loader kind's ``harness.observer.Observer``.
+            final: The read at the end of a run.
+
+        Returns:
+            Topic -> partition -> next offset, or None when the observer declares no position
+            or it could not be read (a failed read is recorded).
+        """
+        try:
+            if observer.position == GROUP:
+                values, held_by = (
+                    self._group_position(observer.consumer_group),
+                    {"group": observer.consumer_group},
+                )
+            elif observer.position == SUMMARY:
+                values, held_by = self._summary_position(table, observer.position_key)
+            else:
+                return None
+        except Exception as exc:
+            self.history.record("read", "fail", "positions", table=table, error=str(exc)[:400])
+            return None
+        with self._lock:
+            changed = self._positions.get(table) != values
+            self._positions[table] = values
+        if changed or final:
+            self.history.record(
+                "read", "ok", "positions", table=table, source=observer.position,
+                final=final, values=encode_positions(values), **held_by,
+            )  # fmt: skip
+        return values
+
+    def _group_position(self, group: str) -> Positions:
+        from confluent_kafka import ConsumerGroupTopicPartitions
+
+        admin = self.stack.kafka_admin()
+        futures = admin.list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(group)], request_timeout=30
+        )
+        result = futures[group].result(timeout=30)
+        out: Positions = {}
+        for tp in result.topic_partitions:
+            if tp.offset >= 0:
+                out.setdefault(tp.topic, {})[tp.partition] = tp.offset
+        return out
+
+    def _summary_position(self, table: str, key: str) -> tuple[Positions, dict[str, Any]]:
+        rows = self._read(
+            "positions",
+            "SELECT snapshot_id, parent_id, element_at(summary, "
+            f"'{key}') FROM {metadata_table(table, 'snapshots')}",
+            3,
+        )
+        refs = self._read(
+            "positions",
+            f"SELECT snapshot_id FROM {metadata_table(table, 'refs')} WHERE name = 'main'",
+            3,
+        )
+        parents = {int(s): (None if p is None else int(p)) for s, p, _ in rows}
+        held = {int(s): v for s, _, v in rows if v is not None}
+        current = int(refs[0][0]) if refs else None
+        seen: set[int] = set()
+        while current is not None and current not in seen:
+            seen.add(current)
+            if current in held:
+                return decode_positions(held[current]) or {}, {"snapshot": current}
+            current = parents.get(current)
+        return {}, {"snapshot": None}
 
     def visible(self, name: str, table: str, *, attempts: int = 30) -> list[str]:
         """A named read of the ids visible now, recorded in full (e.g. before a DELETE)."""
@@ -240,7 +316,8 @@ class RecordingClient:
         """Dead letters past the previous read of ``topic``, up to its end now, recorded.
 
         Each letter is its partition and offset in the dead-letter topic and its headers
-        (decoded as UTF-8); payloads are not recorded.
+        (decoded as UTF-8), as the loader wrote them: its observer reads them
+        (``harness.observer.Observer.letter``); payloads are not recorded.
         """
         from confluent_kafka import TopicPartition
 
@@ -264,7 +341,7 @@ class RecordingClient:
                         {
                             "partition": int(msg.partition() or 0),
                             "offset": position - 1,
-                            "headers": self._headers(msg.headers()),
+                            "headers": _decode_headers(msg.headers()),
                         }
                     )
         except Exception as exc:
@@ -281,7 +358,8 @@ class RecordingClient:
 
     # -- the catalog -------------------------------------------------------------
 
-    def _table(self, table: str) -> Any:
+    def iceberg_table(self, table: str) -> Any:
+        """The table as pyiceberg loads it from the catalog (``catalog.schema.table``)."""
         return self.stack.pyiceberg_catalog().load_table(table.split(".", 1)[1])
 
     def lineage(self, table: str) -> set[int] | None:
@@ -291,7 +369,7 @@ class RecordingClient:
         in main: it did not land.
         """
         try:
-            loaded = self._table(table)
+            loaded = self.iceberg_table(table)
         except Exception as exc:
             self.history.record("read", "fail", "lineage", table=table, error=str(exc)[:400])
             return None
@@ -311,7 +389,7 @@ class RecordingClient:
         from loader.offsets import lease_from_properties
 
         try:
-            lease = lease_from_properties(self._table(table).properties)
+            lease = lease_from_properties(self.iceberg_table(table).properties)
         except Exception as exc:
             self.history.record("read", "fail", "lease", table=table, error=str(exc)[:400])
             return None
@@ -333,7 +411,7 @@ class RecordingClient:
     def location(self, table: str) -> str | None:
         """The table's location (``s3://bucket/path``), or None when the catalog cannot answer."""
         try:
-            return str(self._table(table).location())
+            return str(self.iceberg_table(table).location())
         except Exception:
             return None
 

@@ -36,6 +36,8 @@ __all__ = ["GONE_S", "Run", "RunSetup"]
 
 GONE_S = 5.0
 """How long no loader of a run may have been left before a wait for rows gives up early."""
+POSITION_EVERY_S = 5.0
+"""How often a wait for rows reads the loader's committed position."""
 
 
 class RunSetup:
@@ -103,9 +105,6 @@ class Run:
         self.names = names or Names.fresh(setup.name, setup.dead_letter)
         self.history = History(run_dir / "history.jsonl", listener=listener)
         self.client = RecordingClient(stack, self.history)
-        # A kind whose dead letters carry other header names (Kafka Connect's) names them
-        # as icefloe's loader does, so the dead-letter checks read every kind alike.
-        self.client.dead_letter_headers = getattr(loader, "dead_letter_headers", None)
         self.world = World(self.names, self.client, setup.partitions, setup.extra_columns)
         self.loaders = LoaderControl(
             self.names, stack, run_dir, self.history, setup.loader, self.rng, loader
@@ -305,6 +304,8 @@ class Run:
         settle_s: float | None = None,
         *,
         progress_s: float | None = None,
+        drain: bool = False,
+        drain_s: float | None = None,
     ) -> int:
         """Wait for the publishers, then until every expected id is visible; return how many
         are still missing (0: all there).
@@ -312,7 +313,8 @@ class Run:
         The wait ends early when nothing can load the missing rows any more (:meth:`orphaned`
         for ``GONE_S``): no loader of the run runs or will be started again, no fault is
         active, and the longest liveness bound has passed since the last heal, so the checks
-        judge the same rows and the same liveness windows as after the whole wait.
+        judge the same rows and the same liveness windows as after the whole wait. The
+        loader's committed position is read now and then (``read``/``positions``).
 
         Args:
             timeout_s: The longest wait.
@@ -320,32 +322,12 @@ class Run:
                 early end).
             progress_s: Wait past ``timeout_s`` while more ids became visible within this
                 many seconds (a long backlog loading), not while the table stands still.
+            drain: Rows still missing then get the run's drain (:meth:`drain`).
+            drain_s: The drain's bound (default: the loader kind's own).
         """
         self.traffic.wait()
         expected = self.expected_ids()
-        deadline = time.monotonic() + timeout_s
-        seen: set[str] = set()
-        most = 0
-        orphaned_at: float | None = None
-        gave_up = False
-        while time.monotonic() < deadline:
-            try:
-                seen = self.visible_ids()
-            except Exception:
-                seen = set()
-            if expected <= seen:
-                break
-            if progress_s is not None and len(seen) > most:
-                most = len(seen)
-                deadline = max(deadline, time.monotonic() + progress_s)
-            if not self.orphaned():
-                orphaned_at = None
-            elif orphaned_at is None:
-                orphaned_at = time.monotonic()
-            elif time.monotonic() - orphaned_at >= GONE_S:
-                gave_up = True
-                break
-            time.sleep(1.0)
+        seen, gave_up = self._wait_for(expected, time.monotonic() + timeout_s, progress_s)
         missing = len(expected - seen)
         self.history.record(
             "read",
@@ -356,9 +338,118 @@ class Run:
             missing=missing,
             **({"ended": "no loader left to load them"} if gave_up else {}),
         )
+        if missing and drain:
+            missing, gave_up = self.drain(expected, drain_s)
         if not gave_up:  # a last commit (a duplicate) can still come; none can without a loader
             time.sleep(self.loaders.settle_s() if settle_s is None else settle_s)
         return missing
+
+    def drain(self, expected: set[str], bound_s: float | None = None) -> tuple[int, bool]:
+        """The run's drain: rows still missing get the loader's own time to arrive, with no
+        fault active and the loader running, before the checks tell lost from pending.
+
+        Every fault still active is healed; a loader that has stopped (it exited, or failed
+        for good and was stopped) is started again, once. The drain then lasts until the
+        loader kind's bound (its observer's ``drain_s``, plus ``discovery_s`` when the topic
+        grew during the run) has passed since the last disturbance (a heal, a publish, a
+        start), every expected row is visible, or nothing is left to load them. Rows that
+        arrive in it are *late* (``harness.scenarios.checks.positions``), not lost.
+
+        Args:
+            expected: The ids that should be visible.
+            bound_s: The bound, instead of the loader kind's.
+
+        Returns:
+            How many are still missing, and whether it ended because no loader was left.
+        """
+        seen = self._visible_now()
+        missing = expected - seen
+        if not missing:
+            return 0, False
+        self.heal_all()
+        restarted = not self.loaders.is_running()
+        if restarted:
+            try:
+                self.loaders.start(wait=False)
+            except Exception as exc:  # recorded; the drain then waits for nothing
+                self.history.record("loader", "fail", "start", error=str(exc)[:400])
+        observer = self.loaders.observer()
+        grew = self._topic_grew()
+        bound = bound_s
+        if bound is None:
+            bound = observer.drain_s + (observer.discovery_s if grew else 0.0)
+        quiet = time.time() if restarted else self._last_disturbance()
+        wait_s = max(0.0, quiet + bound - time.time())
+        self.history.record(
+            "info", "invoke", "drain", missing=len(missing), bound_s=bound,
+            wait_s=round(wait_s, 1), restarted=restarted, topic_grew=grew,
+        )  # fmt: skip
+        seen, gave_up = self._wait_for(expected, time.monotonic() + wait_s)
+        left = expected - seen
+        self.history.record(
+            "read",
+            "ok" if not left else "fail",
+            "drain",
+            arrived=len(missing - left),
+            missing=len(left),
+            **({"ended": "no loader left to load them"} if gave_up else {}),
+        )
+        return len(left), gave_up
+
+    def _visible_now(self) -> set[str]:
+        try:
+            return self.visible_ids()
+        except Exception:
+            return set()
+
+    def _wait_for(
+        self, expected: set[str], until: float, progress_s: float | None = None
+    ) -> tuple[set[str], bool]:
+        """Poll the visible ids (and, every ``POSITION_EVERY_S``, the loader's position)
+        until every expected id is visible or ``until`` (monotonic) passes; return what was
+        seen, and True when it ended early because nothing can load the rest."""
+        seen: set[str] = set()
+        most = 0
+        orphaned_at: float | None = None
+        next_position = 0.0
+        while time.monotonic() < until:
+            seen = self._visible_now()
+            if time.monotonic() >= next_position:
+                self.read_position()
+                next_position = time.monotonic() + POSITION_EVERY_S
+            if expected <= seen:
+                return seen, False
+            if progress_s is not None and len(seen) > most:
+                most = len(seen)
+                until = max(until, time.monotonic() + progress_s)
+            if not self.orphaned():
+                orphaned_at = None
+            elif orphaned_at is None:
+                orphaned_at = time.monotonic()
+            elif time.monotonic() - orphaned_at >= GONE_S:
+                return seen, True
+            time.sleep(1.0)
+        return seen, False
+
+    def read_position(self, *, final: bool = False) -> Any:
+        """The loader's committed position now (recorded when it changed; see
+        ``RecordingClient.positions``)."""
+        return self.client.positions(self.table, self.loaders.observer(), final=final)
+
+    def _topic_grew(self) -> bool:
+        """Whether a fault added partitions to the run's topic."""
+        return any(
+            e.data.get("kind") == "add_partitions"
+            for e in self.history.events
+            if e.kind == "fault" and e.phase == "invoke"
+        )
+
+    def _last_disturbance(self) -> float:
+        """When the loader was last disturbed: the last heal, publish or loader start."""
+        times = [h.time for h in heals(self.history.events)]
+        times += [e.time for e in self.history.events if e.kind == "loader" and e.name == "start"]
+        times += [e.timestamp / 1000 for e in self.ledger_entries() if e.timestamp is not None]
+        return max(times, default=time.time())
 
     def orphaned(self) -> bool:
         """Whether nothing can load a row any more: no loader of the run runs or will be
@@ -373,6 +464,7 @@ class Run:
         """The final reads every check may use: row counts per id, dead letters, columns."""
         self.client.table_counts(self.table)
         self.client.commits(self.table, attempts=10)
+        self.read_position(final=True)
         if self.names.dead_letter_topic:
             self.client.dead_letters(self.names.dead_letter_topic)
         self.client.columns(self.table)

@@ -40,6 +40,7 @@ from typing import Any, Literal
 from harness.history import History
 from harness.loaders.base import Capability, Loader, LoaderKind, LoaderTarget, TestHooks
 from harness.loaders.icefloe import IcefloeKind
+from harness.observer import Observer
 from harness.scenarios.params import ParamError, parse_params
 from harness.scenarios.world import Names
 from loader import settings as loader_settings
@@ -270,9 +271,9 @@ class LoaderControl:
         self._armed: dict[str, str] = {}
         self._expect: tuple[int, ...] = ()
         self.routes: dict[str, str] = {}
-        self.current: Any = self.kind.make(
-            self.target(f"scen-{names.topic}", run_dir / "loader"), stack, history
-        )
+        first = self.target(f"scen-{names.topic}", run_dir / "loader")
+        self.current: Any = self.kind.make(first, stack, history)
+        self._observer = self._record_observer(first)
 
     def target(self, loader_id: str, state_dir: Path, *, hooks: bool = True) -> LoaderTarget:
         """What loader ``loader_id`` loads and how, as the options say.
@@ -295,6 +296,19 @@ class LoaderControl:
             hooks=o.hooks() if hooks else TestHooks(),
             restart_on_exit=o.restart_on_exit,
         )
+
+    def _record_observer(self, target: LoaderTarget) -> Observer:
+        """How the checks read the loader made for ``target``, recorded in the history
+        (``info``/``observer``): a saved run is judged again from it alone."""
+        observer = self.kind.observer(target)
+        self.history.record(
+            "info", "info", "observer", loader_id=target.loader_id, observer=observer.to_json()
+        )
+        return observer
+
+    def observer(self) -> Observer:
+        """How the checks read the current loader (``harness.observer``)."""
+        return self._observer
 
     def settle_s(self) -> float:
         """How long to wait after the last expected row is visible (the kind's measure)."""
@@ -405,6 +419,7 @@ class LoaderControl:
         )
         target = dataclasses.replace(target, restart_on_exit=previous.restart_on_exit)
         self.current = self.kind.make(target, self.stack, self.history)
+        self._observer = self._record_observer(target)
         previous.restart_on_exit = False  # replaced: its supervisor must not bring it back
         self.retired.append(previous)
         # Hooks armed for the next restart stay armed: a successor starts without any.

@@ -79,6 +79,8 @@ class Monitor:
         if run.names.dead_letter_topic:
             with contextlib.suppress(Exception):
                 run.client.dead_letters(run.names.dead_letter_topic, timeout_s=20)
+        with contextlib.suppress(Exception):  # the loader's committed position, when it moved
+            run.read_position()
         anomalies = self.judge.update(run.history, self._index())
         self.rounds += 1
         verdict = "invalid" if anomalies else "valid"

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.history import Event, History
+from harness.observer import WAP_ID_KEY, summary_of
 from harness.scenarios.checks import storage
 from harness.scenarios.checks.checkers import (
     INVALID,
@@ -32,7 +33,7 @@ from harness.scenarios.checks.checkers import (
     run_check,
     summarize,
 )
-from harness.scenarios.checks.invariants import main_commits
+from harness.scenarios.checks.invariants import main_commits, recorded_snapshots
 from harness.scenarios.checks.liveness import DEFAULT_BOUND_S
 from harness.scenarios.checks.observe import (
     REFERENCE_VALUE_COLUMNS,
@@ -45,7 +46,6 @@ from harness.scenarios.model import Scenario, parse
 from harness.scenarios.steps import STEPS
 from harness.scenarios.world import Names
 from harness.stack.tables import quote
-from loader import keys
 
 __all__ = [
     "RunOptions",
@@ -185,9 +185,9 @@ def mutate(found: Observed, mutation: str) -> Observed:
         ValueError: For an unknown mutation.
     """
     if mutation in ("drop_dead_letters", "duplicate_dead_letters"):
-        kinds: dict[str, int] = {}  # error kind -> index of its first letter
+        kinds: dict[str, int] = {}  # error kind (or reason) -> index of its first letter
         for i, letter in enumerate(found.dead_letters):
-            kinds.setdefault(letter.headers.get(keys.DLQ_ERROR_KIND, ""), i)
+            kinds.setdefault(letter.kind or letter.reason or "", i)
         firsts = set(kinds.values())
         if mutation == "drop_dead_letters":
             kept = [d for i, d in enumerate(found.dead_letters) if i not in firsts]
@@ -398,19 +398,34 @@ class _ScenarioRun:
 
 
 def settle_at_the_end(steps: list[Any]) -> list[Any]:
-    """The timeline with no default settle on a wait for rows that another such wait follows.
+    """The timeline with the end of a run's waits for rows at its last one: no default settle
+    on a wait another follows, and the drain on the last one.
 
     A settle is the pause after every row is visible in which a late commit (a duplicate) can
     still land before the checks read the table. The checks read it once, at the end, so only
-    the last wait needs one: a late commit of an earlier phase is still in the table then. A
-    settle the scenario gives (``settle_s``) is kept wherever it is.
+    the last wait needs one: a late commit of an earlier phase is still in the table then. The
+    drain (``Run.drain``) gives rows still missing at the last wait the loader's own time to
+    arrive before the checks tell lost from pending. A settle or a drain the scenario gives
+    (``settle_s``, ``drain``) is kept wherever it is.
     """
     waits = [i for i, step in enumerate(steps) if step.do == "await_loaded"]
     timeline = list(steps)
     for i in waits[:-1]:
-        if steps[i].params.settle_s is None:
-            params = dataclasses.replace(steps[i].params, settle_s=0.0)
-            timeline[i] = dataclasses.replace(steps[i], params=params)
+        params = steps[i].params
+        changes = {}
+        if params.settle_s is None:
+            changes["settle_s"] = 0.0
+        if params.drain is None:
+            changes["drain"] = False
+        if changes:
+            timeline[i] = dataclasses.replace(
+                steps[i], params=dataclasses.replace(params, **changes)
+            )
+    if waits and steps[waits[-1]].params.drain is None:
+        last = steps[waits[-1]]
+        timeline[waits[-1]] = dataclasses.replace(
+            last, params=dataclasses.replace(last.params, drain=True)
+        )
     return timeline
 
 
@@ -429,17 +444,19 @@ def run_scenario(scenario: Scenario, stack: Any, options: RunOptions | None = No
 
 
 def _take_table_back(history: History) -> History:
-    commits = main_commits(history)
-    claims = [c for c in commits if c.get("claim") and c.get("instance")]
+    commits = main_commits(history.events)
+    claims = [c for c in commits if c["claim"] and c["process"]]
     if not commits or not claims:
         return history
     newest = commits[-1]
+    recorded = recorded_snapshots(history.events)[int(claims[0]["snapshot"])]
+    summary = {k: v for k, v in summary_of(recorded).items() if k != WAP_ID_KEY}
     again = {
-        **claims[0],
+        **recorded,
         "snapshot": max(int(c["snapshot"]) for c in commits) + 1,
         "parent": newest["snapshot"],
         "time": float(newest["time"]) + 1.0,
-        "staged": None,
+        "summary": summary,
     }
     events = [(e.time, e.kind, e.phase, e.name, e.data) for e in history.events]
     when = events[-1][0] if events else 0.0

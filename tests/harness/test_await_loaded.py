@@ -14,6 +14,12 @@ from harness.scenarios.engine import Run
 class Growing:
     """A run whose table shows ``step`` more ids every call, up to ``total`` (or ``stall_at``)."""
 
+    _wait_for = Run._wait_for
+    _visible_now = Run._visible_now
+
+    def read_position(self, *, final: bool = False) -> None:
+        return None
+
     def __init__(self, total: int, step: int, stall_at: int | None = None) -> None:
         self.ids = [str(i) for i in range(total)]
         self.step, self.stall_at, self.calls = step, stall_at, 0

@@ -12,7 +12,6 @@ from harness.loaders.kafka_connect import (
     ENV_S3_SECRET_KEY,
     KafkaConnectSettings,
     connector_properties,
-    dead_letter_headers,
     parse_status,
     worker_properties,
 )
@@ -167,27 +166,57 @@ def test_provisioned_folders_are_versioned_and_not_provisioned_in_an_empty_cache
     assert jars.provision_seconds() is None
 
 
-def test_connect_dead_letters_read_as_the_loaders_for_the_verify_function() -> None:
+def test_connect_dead_letters_are_read_by_the_sinks_observer() -> None:
+    """The sink's observer reads a Connect dead letter's source from its context headers and
+    its reason from the exception, and names no kit error kind (its words are its own)."""
+    from harness.loaders.base import LoaderTarget
+    from harness.loaders.kafka_connect import KafkaConnectKind
     from harness.verify import compare_dead_letters
     from publisher.ledger import Ledger, LedgerEntry
 
+    observer = KafkaConnectKind().observer(
+        LoaderTarget("sink", "lake.s.t", ("events",), "events.dlq", Path("state"))
+    )
     letter = {
         "__connect.errors.topic": "events",
         "__connect.errors.partition": "1",
         "__connect.errors.offset": "7",
         "__connect.errors.exception.class.name": "org.apache.kafka.connect.errors.DataException",
+        "__connect.errors.exception.message": "Converting byte[] to Kafka Connect data failed",
     }
-    headers = dead_letter_headers(letter)
+    read = observer.letter(0, 3, letter)
+    assert read.source == ("events", 1, 7) and read.kind is None
+    assert read.reason == "Converting byte[] to Kafka Connect data failed"
     entry = LedgerEntry.from_json(
         {"seq": 0, "event_id": "e", "status": "malformed", "kind": "invalid_json",
          "topic": "events", "partition": 1, "offset": 7}
     )  # fmt: skip
     ledger = Ledger(Path("l.jsonl"), {}, (entry,))
-    verdict = compare_dead_letters([headers], [ledger])
+    verdict = compare_dead_letters([letter], [ledger], observer)
     assert verdict.complete and verdict.distinct == 1
-    assert verdict.kinds == {"org.apache.kafka.connect.errors.DataException": 1}
-    # A letter without Connect's headers matches nothing: the ledger's letter is lost.
-    assert compare_dead_letters([dead_letter_headers({})], [ledger]).lost
+    # A letter without Connect's headers names no source: the ledger's letter is lost.
+    assert compare_dead_letters([{}], [ledger], observer).lost
+    # Read as icefloe's loader's letters, Connect's headers name no source either.
+    assert compare_dead_letters([letter], [ledger]).lost
+
+
+def test_the_sinks_observer_reads_the_record_a_failed_task_names() -> None:
+    from harness.loaders.base import LoaderTarget
+    from harness.loaders.kafka_connect import KafkaConnectKind
+
+    observer = KafkaConnectKind().observer(
+        LoaderTarget("sink", "lake.s.t", ("events",), None, Path("state"))
+    )
+    trace = (
+        "org.apache.kafka.connect.errors.DataException: Exception in task\n"
+        "Error encountered in task sink-0. Executing stage 'TASK_PUT' with class "
+        "'org.apache.iceberg.connect.IcebergSinkTask', where consumed record is "
+        "{topic='events', partition=0, offset=56, timestamp=1, timestampType=CreateTime}.\n"
+        "... topic: events, partition, 0, offset: 56"
+    )
+    assert observer.halted_at(trace) == [("events", 0, 56)]
+    assert observer.position == "group" and observer.consumer_group == "connect-sink"
+    assert observer.commit_key == "kafka.connect.commit-id"
 
 
 def test_the_worker_is_given_its_files_by_absolute_names(

@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 
 from harness import verify
+from harness.loaders.base import LoaderTarget
 from harness.loaders.kafka_connect import (
+    KafkaConnectKind,
     KafkaConnectSettings,
     KafkaConnectSink,
-    dead_letter_headers,
 )
 from harness.pytest_plugin import unique_name
 from harness.stack.tables import EVENT_ID_COLUMN
@@ -197,10 +198,13 @@ def test_what_the_converter_cannot_read_goes_to_the_dead_letter_topic(
             sink,
         )
         assert sink.health().healthy, "errors.tolerance=all: the tasks run on"
-        letters = [dead_letter_headers(h) for h in verify.read_dead_letters(stack, dead_letters)]
+        letters = verify.read_dead_letters(stack, dead_letters)
     sink.delete_created_topics()
     rows = verify.compare_rows(verify.table_event_ids(stack.query, table), expected)
     assert rows.exactly_once, rows
-    verdict = verify.compare_dead_letters(letters, ledger)
+    observer = KafkaConnectKind().observer(
+        LoaderTarget(settings.name, table, (topic,), dead_letters, tmp_path / "connect")
+    )
+    verdict = verify.compare_dead_letters(letters, ledger, observer)
     assert verdict.expected > 0 and verdict.complete, verdict
     assert verdict.letters == verdict.expected, verdict

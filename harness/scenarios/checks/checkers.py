@@ -8,7 +8,10 @@ every checker named by the scenario turns (history, ledger entries, observed, pa
 
 Anomaly names are the vocabulary of the reports:
 
-- ``lost``: a valid message is not in the table (or a malformed one not in the dead-letter topic)
+- ``lost``: a valid message is not in the table and the loader's committed position is past
+  it, so it will never be loaded (or a malformed one is not in the dead-letter topic)
+- ``pending``: a valid message is not in the table and the loader's position is before it
+  (or unknown): not loaded by the end of the run's drain, not skipped
 - ``duplicated``: a message is in the table more than once
 - ``misrouted``: a valid message went to the dead-letter topic, or a malformed one to the table
 - ``stale``: a message did not become visible within the bound
@@ -27,32 +30,33 @@ The comparisons of the table, and of the dead letters, with the ledger are
 :mod:`harness.scenarios.checks.compare`'s: every check of those properties goes through it.
 
 A check that compared nothing (an empty read, no rows of a phase, no loader start) says
-``unknown`` with the reason, never ``valid``.
+``unknown`` with the reason, never ``valid``. A check that cannot apply to the loader under
+test (it stages no snapshots, names no process in its commits) says ``not_applicable`` with
+the capability it lacks, read from the loader kind's observer (``harness.observer``).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history import Event, History, select
+from harness.observer import Letter, observer_of
 from harness.scenarios.checks.compare import (
     DeadLetterVerdict,
     compare_dead_letters,
     coordinates,
     duplicated_dead_letters,
-    letter_source,
     rows_against_ledger,
 )
-from loader import keys
+from harness.scenarios.checks.positions import classify_missing, late_ids, summarise_position
 from publisher.ledger import LedgerEntry
 from publisher.malformations import MALFORMATIONS
 
-VALID, INVALID, UNKNOWN = "valid", "invalid", "unknown"
+VALID, INVALID, UNKNOWN, NOT_APPLICABLE = "valid", "invalid", "unknown", "not_applicable"
 _EXAMPLES = 5
 
 
@@ -73,31 +77,8 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ordered[rank - 1]
 
 
-@dataclass(frozen=True)
-class DeadLetter:
-    """One record read back from a dead-letter topic.
-
-    Attributes:
-        partition: Partition in the dead-letter topic.
-        offset: Offset in the dead-letter topic.
-        headers: Header values decoded as UTF-8 (last value wins for repeated names).
-        value: The original payload, or ``None``.
-    """
-
-    partition: int
-    offset: int
-    headers: Mapping[str, str]
-    value: bytes | None = None
-
-    @property
-    def source(self) -> tuple[str, int, int] | None:
-        """(topic, partition, offset) of the original message, if the headers say."""
-        return letter_source(self.headers)
-
-    @property
-    def loader_id(self) -> str | None:
-        """The loader that sent it, if the headers say."""
-        return self.headers.get(keys.DLQ_LOADER_ID)
+DeadLetter = Letter
+"""One record read back from a dead-letter topic, as the loader's observer reads it."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +87,8 @@ class Observed:
 
     Attributes:
         table_counts: For every event id in the table, how many rows carry it.
-        dead_letters: Every record of the dead-letter topic.
+        dead_letters: Every record of the dead-letter topic (its source and reason as the
+            loader's observer reads them).
         reads: Named reads taken during the run (e.g. ids visible before a DELETE).
         facts: What the runner knows from generation, e.g. event times by id.
     """
@@ -125,16 +107,26 @@ class Anomaly:
         name: The anomaly's name (see the module docstring).
         count: How many instances were found.
         examples: A few instances, as short text.
+        keys: What each instance is about (a message's event id), when it says: two checks
+            that find the same message are counted once in a report.
     """
 
     name: str
     count: int = 0
     examples: list[str] = field(default_factory=list)
+    keys: set[str] = field(default_factory=set)
 
-    def add(self, example: str) -> None:
+    def add(self, example: str, key: str | None = None) -> None:
         self.count += 1
+        if key is not None:
+            self.keys.add(key)
         if len(self.examples) < _EXAMPLES:
             self.examples.append(example)
+
+    @property
+    def keyed(self) -> bool:
+        """Every instance names what it is about (an event id): counts can be merged."""
+        return len(self.keys) == self.count
 
 
 @dataclass
@@ -157,7 +149,8 @@ class CheckResult:
 
     @property
     def ok(self) -> bool:
-        return self.verdict == VALID
+        """Valid, or not applicable to the loader under test."""
+        return self.verdict in (VALID, NOT_APPLICABLE)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -177,8 +170,8 @@ class Found:
     def __init__(self) -> None:
         self.anomalies: dict[str, Anomaly] = {}
 
-    def add(self, name: str, example: str) -> None:
-        self.anomalies.setdefault(name, Anomaly(name)).add(example)
+    def add(self, name: str, example: str, key: str | None = None) -> None:
+        self.anomalies.setdefault(name, Anomaly(name)).add(example, key)
 
     def result(self, check: str, ok_summary: str, stats: dict[str, Any]) -> CheckResult:
         if not self.anomalies:
@@ -246,18 +239,27 @@ def judge_rows(
     counts: Mapping[str, int],
     ledger: Sequence[LedgerEntry],
     removed: Iterable[str] = (),
+    history: Sequence[Event] = (),
+    first_seen: Mapping[str, float] | None = None,
 ) -> tuple[Found, dict[str, Any]]:
     """The table against the ledger (:func:`~harness.scenarios.checks.compare.rows_against_ledger`),
     as named anomalies with each message's coordinates, and the numbers worth reporting.
+
+    A message missing from the table is ``lost`` only when the loader's committed position is
+    past it (the anomaly names the commit or read that showed it); before it, or unknown, it
+    is ``pending`` (``harness.scenarios.checks.positions``). A message that arrived only in
+    the run's drain is counted ``late`` in the stats: it is there, once.
 
     Args:
         counts: Rows per event id.
         ledger: Every ledger entry of the run.
         removed: Ids a retention DELETE removed.
+        history: The run's events (its position reads and its drain).
+        first_seen: When each id was first seen visible (for ``late``).
 
     Returns:
-        The anomalies (``lost``, ``duplicated``, ``misrouted``, ``undeleted``,
-        ``unexpected``) and the stats.
+        The anomalies (``lost``, ``pending``, ``duplicated``, ``misrouted``, ``undeleted``,
+        ``unexpected``), each keyed by event id, and the stats.
     """
     verdict = rows_against_ledger(counts, ledger, removed)
     by_id = {e.event_id: e for e in ledger}
@@ -267,22 +269,30 @@ def judge_rows(
         e = by_id.get(eid)
         return eid if e is None else _where(e)
 
-    for eid in verdict.lost:
-        found.add("lost", where(eid))
+    missing = classify_missing(history, [by_id[eid] for eid in verdict.lost])
+    for e, evidence in missing.lost:
+        found.add("lost", f"{_where(e)}: not in the table, {evidence}", e.event_id)
+    for e, why in missing.pending:
+        found.add("pending", f"{_where(e)}: not in the table, {why}", e.event_id)
     for eid in verdict.duplicated:
-        late = "" if by_id[eid].delivered else " (delivery unconfirmed)"
-        found.add("duplicated", f"{where(eid)} x{counts[eid]}{late}")
+        unsure = "" if by_id[eid].delivered else " (delivery unconfirmed)"
+        found.add("duplicated", f"{where(eid)} x{counts[eid]}{unsure}", eid)
     for eid in verdict.misrouted:
-        found.add("misrouted", f"malformed {where(eid)} ({by_id[eid].kind}) in the table")
+        found.add("misrouted", f"malformed {where(eid)} ({by_id[eid].kind}) in the table", eid)
     for eid in verdict.undeleted:
-        found.add("undeleted", f"{where(eid)} removed by retention, back x{counts[eid]}")
+        found.add("undeleted", f"{where(eid)} removed by retention, back x{counts[eid]}", eid)
     for eid in verdict.unexpected:
-        found.add("unexpected", f"{eid}: never published")
+        found.add("unexpected", f"{eid}: never published", eid)
+    late: set[str] = late_ids(history, first_seen or {}) & set(counts) if history else set()
     stats = {
         "expected": verdict.expected,
         "rows": verdict.rows,
         "distinct": verdict.distinct,
         "unconfirmed": sum(1 for e in ledger if e.status == "valid" and not e.delivered),
+        "lost": len(missing.lost),
+        "pending": len(missing.pending),
+        "late": len(late & {e.event_id for e in ledger if e.status == "valid"}),
+        **summarise_position(missing.position),
     }
     return found, stats
 
@@ -295,16 +305,21 @@ def check_exactly_once(
     (:func:`judge_rows` over the final read-back).
 
     Returns:
-        ``invalid`` with ``lost``, ``duplicated``, ``misrouted`` (a malformed message's id in
-        the table) or ``unexpected`` (an id the ledger never sent); ``unknown`` when nothing
-        valid was delivered.
+        ``invalid`` with ``lost`` (the loader's committed position passed it), ``pending``
+        (not loaded, the position before it or unknown), ``duplicated``, ``misrouted`` (a
+        malformed message's id in the table) or ``unexpected`` (an id the ledger never sent);
+        ``unknown`` when nothing valid was delivered. Rows that arrived only in the drain are
+        counted ``late`` in the stats.
     """
     if not _valid(ledger):
         return CheckResult("exactly_once", UNKNOWN, "no valid message was delivered")
-    found, stats = judge_rows(observed.table_counts, ledger)
+    found, stats = judge_rows(
+        observed.table_counts, ledger, (), history.events, observed.reads.get("first_seen")
+    )
+    late = f" ({stats['late']} late, in the drain)" if stats["late"] else ""
     return found.result(
         "exactly_once",
-        f"{stats['expected']} valid messages, {stats['rows']} rows, all exactly once",
+        f"{stats['expected']} valid messages, {stats['rows']} rows, all exactly once{late}",
         stats,
     )
 
@@ -313,11 +328,15 @@ def check_exactly_once(
 def check_dead_letter(
     history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
 ) -> CheckResult:
-    """Every malformed message is in the dead-letter topic with its reason and source.
+    """Every malformed message is in the dead-letter topic with its source and a reason.
 
     The letters against the ledger come from
-    :func:`~harness.scenarios.checks.compare.compare_dead_letters` (per source message); this check
-    adds each letter's content and the malformed messages' absence from the table.
+    :func:`~harness.scenarios.checks.compare.compare_dead_letters` (per source message); this
+    check adds each letter's content, as the loader's observer reads it: a source and a
+    reason from any loader; the error kind and field path too from a loader whose letters
+    name the kit's error kinds (``error_kinds``), since another loader's words for an error
+    are its own, not wrong. A malformed message in the table is ``exactly_once``'s finding
+    (misrouted); here it is a letter that is missing.
 
     Params:
         kinds: malformation names that must each have been sent (else ``unknown``).
@@ -327,12 +346,18 @@ def check_dead_letter(
 
     Returns:
         ``invalid`` with ``lost`` (malformed message not dead-lettered), ``misrouted`` (valid
-        message dead-lettered, or malformed one in the table), ``wrong_value`` (wrong kind,
-        path or empty reason, or no source coordinates), ``duplicated_dead_letter`` (a source
+        message dead-lettered), ``wrong_value`` (no source or no reason; for a loader of the
+        kit's error kinds also a wrong kind or path), ``duplicated_dead_letter`` (a source
         message dead-lettered more than ``max_copies`` times, with the count), ``unexpected``
         (a letter whose source was never published); ``unknown`` when a required kind was
-        never sent.
+        never sent; ``not_applicable`` when the loader sends no dead letters the kit can read.
     """
+    observer = observer_of(history)
+    if observer.letter_headers is None:
+        return CheckResult(
+            "dead_letter", NOT_APPLICABLE,
+            f"{observer.kind} declares no dead letters the kit can read (their source and reason)",
+        )  # fmt: skip
     malformed = _malformed(ledger)
     letters = list(observed.dead_letters)
     by_source: dict[tuple[str, int, int], list[DeadLetter]] = defaultdict(list)
@@ -343,28 +368,29 @@ def check_dead_letter(
             found.add("wrong_value", f"dead letter {letter.partition}@{letter.offset}: no source")
         else:
             by_source[src].append(letter)
-    verdict = compare_dead_letters(
-        [d.headers for d in letters], ledger, int(params.get("max_copies", 1))
-    )
+    verdict = compare_dead_letters(letters, ledger, int(params.get("max_copies", 1)))
     letter_anomalies(verdict, ledger, found)
-    check_path = bool(params.get("check_path", True))
+    check_path = bool(params.get("check_path", True)) and observer.error_kinds
     for e in malformed:
         got_letters = by_source.get(coordinates(e))
         if not got_letters:
             continue
         letter = got_letters[0]
         want = MALFORMATIONS[e.kind].loader_kind if e.kind in MALFORMATIONS else None
-        got = letter.headers.get(keys.DLQ_ERROR_KIND)
-        if want is not None and got != want:
-            found.add("wrong_value", f"{_where(e)} {e.kind}: kind {got!r}, expected {want!r}")
-        elif check_path and e.target and letter.headers.get(keys.DLQ_ERROR_PATH) != e.target:
-            path = letter.headers.get(keys.DLQ_ERROR_PATH)
-            found.add("wrong_value", f"{_where(e)} {e.kind}: path {path!r}, expected {e.target!r}")
-        elif not letter.headers.get(keys.DLQ_ERROR_REASON):
-            found.add("wrong_value", f"{_where(e)} {e.kind}: no reason")
-    for e in malformed:
-        if observed.table_counts.get(e.event_id):
-            found.add("misrouted", f"malformed {_where(e)} ({e.kind}) in the table")
+        if observer.error_kinds and want is not None and letter.kind != want:
+            found.add(
+                "wrong_value",
+                f"{_where(e)} {e.kind}: kind {letter.kind!r}, expected {want!r}",
+                e.event_id,
+            )
+        elif check_path and e.target and letter.path != e.target:
+            found.add(
+                "wrong_value",
+                f"{_where(e)} {e.kind}: path {letter.path!r}, expected {e.target!r}",
+                e.event_id,
+            )
+        elif not letter.reason:
+            found.add("wrong_value", f"{_where(e)} {e.kind}: no reason", e.event_id)
     sent_kinds = Counter(e.kind for e in malformed)
     stats: dict[str, Any] = {
         "malformed": len(malformed),
@@ -372,6 +398,7 @@ def check_dead_letter(
         "redelivered": sum(len(v) - 1 for v in by_source.values()),
         "duplicated_sources": len(verdict.duplicated),
         "kinds": dict(sorted(sent_kinds.items())),
+        "error_kinds_compared": observer.error_kinds,
     }
     required = set(params.get("kinds", ()))
     missing = sorted(required - set(sent_kinds))
@@ -396,9 +423,10 @@ def letter_anomalies(
     by_coords = {coordinates(e): e for e in ledger if e.delivered}
     for src in verdict.lost:
         e = by_coords[src]
-        found.add("lost", f"{_where(e)} kind {e.kind}: not in the dead-letter topic")
+        found.add("lost", f"{_where(e)} kind {e.kind}: not in the dead-letter topic", e.event_id)
     for src in verdict.misrouted:
-        found.add("misrouted", f"valid {_where(by_coords[src])} in the dead-letter topic")
+        e = by_coords[src]
+        found.add("misrouted", f"valid {_where(e)} in the dead-letter topic", e.event_id)
     for src in verdict.unexpected:
         found.add("unexpected", f"dead letter from {src}: never published")
     for (topic, partition, offset), n in verdict.duplicated:
@@ -416,7 +444,8 @@ def check_retention(
     the DELETE ran). An old message loaded only after the DELETE may be present, once.
 
     Returns:
-        ``invalid`` with ``lost``/``duplicated`` (retained rows), ``undeleted`` (an old row
+        ``invalid`` with ``lost``/``pending``/``duplicated`` (retained rows; lost and pending
+        as ``exactly_once`` tells them apart), ``undeleted`` (an old row
         that was visible before the DELETE is still there), ``duplicated`` (old rows);
         ``unknown`` when no DELETE ran or no old/new rows were sent.
     """
@@ -428,29 +457,36 @@ def check_retention(
     before = set(observed.reads.get("before_delete", ()))
     found = Found()
     old = new = 0
+    absent: list[LedgerEntry] = []
     for e in _valid(ledger):
         n = observed.table_counts.get(e.event_id, 0)
         if times[e.event_id] >= cutoff:
             new += 1
             if n == 0:
-                found.add("lost", _where(e))
+                absent.append(e)
             elif n > 1:
-                found.add("duplicated", f"{_where(e)} x{n}")
+                found.add("duplicated", f"{_where(e)} x{n}", e.event_id)
         else:
             old += 1
             if n and e.event_id in before:
-                found.add("undeleted", f"{_where(e)} visible before the DELETE and still there")
+                found.add(
+                    "undeleted",
+                    f"{_where(e)} visible before the DELETE and still there",
+                    e.event_id,
+                )
             elif n > 1:
-                found.add("duplicated", f"old {_where(e)} x{n}")
+                found.add("duplicated", f"old {_where(e)} x{n}", e.event_id)
+    missing = classify_missing(history.events, absent)
+    for e, evidence in missing.lost:
+        found.add("lost", f"{_where(e)}: not in the table, {evidence}", e.event_id)
+    for e, why in missing.pending:
+        found.add("pending", f"{_where(e)}: not in the table, {why}", e.event_id)
     stats = {"retained_expected": new, "old": old, "old_visible_before_delete": len(before)}
     if not old or not new:
         return CheckResult("retention", UNKNOWN, f"{old} old and {new} new rows sent", {}, stats)
     return found.result(
         "retention", f"{new} retained rows exactly once, {old} old rows deleted or late", stats
     )
-
-
-_POISON = re.compile(r"topic '?([^' ]+)'? partition (\d+) offset (\d+)")
 
 
 @checker("halted")
@@ -460,16 +496,19 @@ def check_halted(
     """Without a dead-letter topic the loader stops at the first malformed message, naming it.
 
     Reads the first unplanned loader exit in the history (``loader``/``exit`` with
-    ``expected`` false) and its ``message`` (the log tail).
+    ``expected`` false) and its ``message`` (the log tail); the message it names is read with
+    the loader's own ``halt_pattern`` (``harness.observer``). A loader that declares none is
+    judged on stopping alone, and the stats say its naming was not compared.
 
     Returns:
         ``invalid`` with ``not_halted`` (no exit, or a valid row past the first malformed
         message was loaded before the exit) or ``wrong_value`` (the exit names another
-        message); ``unknown`` when no malformed message was sent.
+        message, or none); ``unknown`` when no malformed message was sent.
     """
     malformed = sorted(_malformed(ledger), key=lambda e: (e.partition, e.offset or 0))
     if not malformed:
         return CheckResult("halted", UNKNOWN, "no malformed message was sent")
+    observer = observer_of(history)
     first_by_partition: dict[int, LedgerEntry] = {}
     for e in malformed:
         first_by_partition.setdefault(e.partition, e)
@@ -479,9 +518,11 @@ def check_halted(
         found.add("not_halted", "the loader never stopped")
         return found.result("halted", "", {})
     text = str(exits[0].data.get("message", ""))
-    named = [(t, int(p), int(o)) for t, p, o in _POISON.findall(text)]
+    named = observer.halted_at(text)
     firsts = {(e.topic, e.partition, e.offset) for e in first_by_partition.values()}
-    if not named:
+    if observer.halt_pattern is None:
+        pass  # naming not declared: judged on stopping alone (stats)
+    elif not named:
         found.add("wrong_value", "the loader's exit names no topic/partition/offset")
     elif not any(n in firsts for n in named):
         found.add("wrong_value", f"the loader named {named[0]}, first malformed: {sorted(firsts)}")
@@ -491,11 +532,17 @@ def check_halted(
     for eid in past:
         loaded = by_id.get(eid)
         if loaded is not None and (loaded.offset or 0) > limits.get(loaded.partition, 2**63):
-            found.add("not_halted", f"{_where(loaded)} loaded past the first malformed message")
+            found.add(
+                "not_halted", f"{_where(loaded)} loaded past the first malformed message", eid
+            )
+    stats = {
+        "exit_code": exits[0].data.get("code"),
+        "naming_compared": observer.halt_pattern is not None,
+    }
     return found.result(
         "halted",
         f"halted at {named[0][0]}/{named[0][1]}@{named[0][2]}" if named else "halted",
-        {"exit_code": exits[0].data.get("code")},
+        stats,
     )
 
 
@@ -621,13 +668,18 @@ def check_compaction(
 def check_partitions_loaded(
     history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
 ) -> CheckResult:
-    """Partitions added mid-run are loaded: each holds valid messages, all in the table.
+    """Partitions added mid-run are read: each new partition's valid messages reach the table.
+
+    Judged per partition, so its rows are not counted twice beside ``exactly_once`` (which
+    counts each missing row once, lost or pending): a new partition none of whose messages is
+    in the table is ``unread_partition``, one with only some of them ``partly_read``.
 
     Params:
         from_partition: the first partition number that was added.
 
     Returns:
-        ``invalid`` with ``lost``; ``unknown`` when no message landed in a new partition.
+        ``invalid`` with ``unread_partition`` or ``partly_read`` (each partition with its
+        counts); ``unknown`` when no message landed in a new partition.
     """
     first = int(params["from_partition"])
     per: dict[int, list[LedgerEntry]] = defaultdict(list)
@@ -637,17 +689,27 @@ def check_partitions_loaded(
     if not new:
         return CheckResult("partitions_loaded", UNKNOWN, "no message landed in a new partition")
     found = Found()
-    for es in new.values():
-        for e in es:
-            if not observed.table_counts.get(e.event_id):
-                found.add("lost", f"{_where(e)} in a new partition")
+    for p, es in sorted(new.items()):
+        loaded = sum(1 for e in es if observed.table_counts.get(e.event_id))
+        if not loaded:
+            found.add("unread_partition", f"partition {p}: none of its {len(es)} messages loaded")
+        elif loaded < len(es):
+            found.add("partly_read", f"partition {p}: {loaded} of {len(es)} messages loaded")
     stats = {f"partition_{p}": len(es) for p, es in sorted(per.items())}
     return found.result("partitions_loaded", f"new partitions {sorted(new)} loaded", stats)
 
 
 def _trigger_interval(history: History) -> float | None:
+    """How often the loader under test commits while it has rows: its observer's cadence
+    (icefloe's trigger interval, the sink's commit interval), else its start's record."""
+    cadence = observer_of(history.events).cadence_s
+    if cadence is not None and any(
+        e.kind == "info" and e.name == "observer" for e in history.events
+    ):
+        return float(cadence)
     starts = select(history, "loader", "start", "invoke")
-    return float(starts[0].data["trigger_interval_s"]) if starts else None
+    interval = starts[0].data.get("trigger_interval_s") if starts else None
+    return float(interval) if interval is not None else None
 
 
 @checker("freshness")
@@ -716,35 +778,42 @@ def check_values(
     ``facts["expected_rows"]`` maps event id to expected column values and
     ``reads["rows"]`` maps event id to what Trino returned for the same columns. Kafka
     metadata columns are compared with the ledger (``kafka_partition``, ``kafka_offset``).
+    What counts is values compared, not rows: a row whose columns were all left out of the
+    read compares nothing.
 
     Returns:
-        ``invalid`` with ``wrong_value``; ``unknown`` if nothing could be compared.
+        ``invalid`` with ``wrong_value``; ``unknown`` if no value could be compared.
     """
     expected: Mapping[str, Mapping[str, Any]] = observed.facts.get("expected_rows", {})
     rows: Mapping[str, Mapping[str, Any]] = observed.reads.get("rows", {})
     by_id = {e.event_id: e for e in _valid(ledger)}
     found = Found()
-    compared = 0
+    compared = values = 0
     for eid, want in expected.items():
         got = rows.get(eid)
         if got is None:
             continue
-        compared += 1
         entry = by_id.get(eid)
         full = dict(want)
         if entry is not None:
             full.setdefault("kafka_partition", entry.partition)
             full.setdefault("kafka_offset", entry.offset)
-        for column, value in full.items():
-            if column not in got:
-                continue
-            if not _same(got[column], value):
-                found.add("wrong_value", f"{eid}: {column}={got[column]!r}, expected {value!r}")
-    if not compared:
-        return CheckResult("values", UNKNOWN, "no row could be compared")
-    return found.result(
-        "values", f"{compared} rows hold their generated values", {"rows": compared}
-    )
+        columns = [c for c in full if c in got]
+        compared += bool(columns)
+        for column in columns:
+            values += 1
+            if not _same(got[column], full[column]):
+                found.add(
+                    "wrong_value",
+                    f"{eid}: {column}={got[column]!r}, expected {full[column]!r}",
+                    eid,
+                )
+    stats = {"rows": compared, "values": values}
+    if not values:
+        return CheckResult(
+            "values", UNKNOWN, f"no value could be compared ({len(rows)} rows read)", {}, stats
+        )
+    return found.result("values", f"{values} values of {compared} rows as generated", stats)
 
 
 def _same(got: Any, want: Any) -> bool:
@@ -848,16 +917,20 @@ def fault_windows(history: History) -> list[tuple[str, float, float | None]]:
 
 
 def summarize(results: Sequence[CheckResult]) -> str:
-    """``valid`` if every result is valid, else ``invalid`` if any is, else ``unknown``."""
+    """``invalid`` if any result is; else ``valid`` if every result is valid or not
+    applicable and one at least is valid; else ``unknown``."""
     verdicts = {r.verdict for r in results}
-    if verdicts <= {VALID}:
+    if INVALID in verdicts:
+        return INVALID
+    if verdicts <= {VALID, NOT_APPLICABLE} and VALID in verdicts:
         return VALID
-    return INVALID if INVALID in verdicts else UNKNOWN
+    return UNKNOWN
 
 
 __all__ = [
     "CHECKERS",
     "INVALID",
+    "NOT_APPLICABLE",
     "UNKNOWN",
     "VALID",
     "Anomaly",

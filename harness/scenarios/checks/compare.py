@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from loader import keys
+from harness.observer import ICEFLOE, Letter, Observer
 from publisher.ledger import LedgerEntry
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
     "compare_rows",
     "coordinates",
     "duplicated_dead_letters",
-    "letter_source",
+    "letters_of",
     "rows_against_ledger",
 ]
 
@@ -139,7 +139,7 @@ class DeadLetterVerdict:
         expected: Malformed messages delivered to Kafka.
         lost: Coordinates of malformed messages with no letter.
         misrouted: Coordinates of valid messages with a letter.
-        kinds: Letters per error kind (``icefloe.error.kind``).
+        kinds: Letters per error kind (or reason, for a loader that names no kinds).
         duplicated: (coordinates, letters) of each source dead-lettered more often than
             allowed: an anomaly per source message, not a statistic.
         unexpected: Sources of letters no ledger entry has (and no unconfirmed delivery to
@@ -168,16 +168,14 @@ class DeadLetterVerdict:
         return self.complete and not (self.duplicated or self.unexpected or self.unsourced)
 
 
-def letter_source(headers: Mapping[str, str]) -> Coordinates | None:
-    """(topic, partition, offset) of a dead letter's source message, if its headers say."""
-    try:
-        return (
-            headers[keys.DLQ_SOURCE_TOPIC],
-            int(headers[keys.DLQ_SOURCE_PARTITION]),
-            int(headers[keys.DLQ_SOURCE_OFFSET]),
-        )
-    except (KeyError, ValueError):
-        return None
+def letters_of(
+    letters: Sequence[Letter | Mapping[str, str]], observer: Observer = ICEFLOE
+) -> list[Letter]:
+    """Dead letters as :class:`~harness.observer.Letter`: those given as headers read by
+    ``observer`` (icefloe's loader's by default)."""
+    return [
+        x if isinstance(x, Letter) else observer.letter(-1, i, x) for i, x in enumerate(letters)
+    ]
 
 
 def duplicated_dead_letters(
@@ -204,27 +202,30 @@ def duplicated_dead_letters(
 
 
 def compare_dead_letters(
-    letters: Sequence[Mapping[str, str]], ledger: Sequence[LedgerEntry], max_copies: int = 1
+    letters: Sequence[Letter | Mapping[str, str]],
+    ledger: Sequence[LedgerEntry],
+    max_copies: int = 1,
+    observer: Observer = ICEFLOE,
 ) -> DeadLetterVerdict:
-    """Compare dead letters (their headers) with the ledger's messages, per source message.
+    """Compare dead letters with the ledger's messages, per source message.
 
     Args:
-        letters: Each dead letter's headers (``icefloe.source.*``, ``icefloe.error.*``,
-            ``icefloe.loader-id``).
+        letters: The dead letters, or each one's headers (read by ``observer``).
         ledger: The ledger entries of what was published.
         max_copies: Letters allowed per source (see :func:`duplicated_dead_letters`).
+        observer: How the loader that sent them names their source (for headers).
 
     Returns:
         The verdict.
     """
+    read = letters_of(letters, observer)
     per_source: dict[Coordinates, list[str | None]] = defaultdict(list)
     unsourced = 0
-    for headers in letters:
-        src = letter_source(headers)
-        if src is None:
+    for letter in read:
+        if letter.source is None:
             unsourced += 1
         else:
-            per_source[src].append(headers.get(keys.DLQ_LOADER_ID))
+            per_source[letter.source].append(letter.loader)
     malformed: set[Coordinates] = set()
     valid: set[Coordinates] = set()
     unconfirmed_topics: set[str] = set()
@@ -236,12 +237,12 @@ def compare_dead_letters(
     found = set(per_source)
     strays = found - malformed - valid
     return DeadLetterVerdict(
-        letters=len(letters),
+        letters=len(read),
         distinct=len(found),
         expected=len(malformed),
         lost=tuple(sorted(malformed - found)),
         misrouted=tuple(sorted(found & valid)),
-        kinds=dict(Counter(h.get(keys.DLQ_ERROR_KIND, "?") for h in letters)),
+        kinds=dict(Counter(letter.kind or letter.reason or "?" for letter in read)),
         duplicated=tuple(duplicated_dead_letters(per_source, max_copies).items()),
         unexpected=tuple(sorted(s for s in strays if s[0] not in unconfirmed_topics)),
         unsourced=unsourced,

@@ -9,11 +9,13 @@ it by one of the causes the run recorded:
   ``expected``;
 - ``fault_point``: the loader's trace says a kill fired in that process
   (``loader``/``fault_landed``, action ``kill``, same pid);
-- ``zombie``: it exited as not the owner (code 3) while a zombie fault was active: two
-  loaders were on the table;
+- ``zombie``: it exited with the code its observer says means "not the owner"
+  (``harness.observer``; icefloe's 3) while a zombie fault was active: two loaders were on
+  the table;
 - ``service``: a fault on a service (the ``infra`` lane: kill or pause of a service, a wire
   fault, a catalog HTTP fault) was active within ``grace_s`` before the exit, or within
-  ``stall_window_s`` for an exit as stalled (code 4, no progress for ``progress_timeout``).
+  ``stall_window_s`` for an exit with the code meaning "stalled" (icefloe's 4, no progress
+  for ``progress_timeout``).
 
 Any other exit is ``unexplained_exit``, with its log tail (the exit event's ``message``) kept
 in the anomaly. A run without any loader start compared nothing: ``unknown``.
@@ -28,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.history import Event, History, select
+from harness.observer import ICEFLOE, observer_of
 from harness.scenarios.checks.checkers import UNKNOWN, CheckResult, Found, Observed, checker
 from publisher.ledger import LedgerEntry
 
@@ -39,8 +42,6 @@ __all__ = [
     "fault_windows",
 ]
 
-EXIT_NOT_OWNER = 3  # loader.errors.EXIT_NOT_OWNER (not imported: the check reads a history only)
-EXIT_STALLED = 4  # loader.errors.EXIT_STALLED
 DEFAULT_GRACE_S = 60.0
 """How long after a service fault ended an exit may still be its doing."""
 DEFAULT_STALL_WINDOW_S = 360.0
@@ -107,6 +108,7 @@ def explain(
     grace_s: float = DEFAULT_GRACE_S,
     stall_window_s: float = DEFAULT_STALL_WINDOW_S,
     service_faults_explain: bool = True,
+    exit_codes: Mapping[str, int] | None = None,
 ) -> str | None:
     """The cause of one loader exit, or None when the run knows of none.
 
@@ -118,6 +120,8 @@ def explain(
         stall_window_s: The same for an exit as stalled (code 4).
         service_faults_explain: ``False`` for a run whose loader must ride out its service
             faults (short faults on the wire): an exit during one is then unexplained.
+        exit_codes: What the loader's exit codes mean (its observer's ``exit_codes``:
+            ``not_owner``, ``stalled``; icefloe's loader's by default).
 
     Returns:
         ``harness``, ``fault_point``, ``zombie`` or ``service``; None: unexplained.
@@ -127,12 +131,16 @@ def explain(
         return "harness"
     if data.get("pid") in killed_pids:
         return "fault_point"
+    codes = ICEFLOE.exit_codes if exit_codes is None else exit_codes
     code, when = data.get("code"), exit_event.time
-    if code == EXIT_NOT_OWNER and any(
-        w.kind == "zombie_loader" and w.near(when, grace_s) for w in windows
+    if (
+        code is not None
+        and code == codes.get("not_owner")
+        and any(w.kind == "zombie_loader" and w.near(when, grace_s) for w in windows)
     ):
         return "zombie"
-    before = stall_window_s if code == EXIT_STALLED else grace_s
+    stalled = code is not None and code == codes.get("stalled")
+    before = stall_window_s if stalled else grace_s
     if service_faults_explain and any(
         w.lane in SERVICE_LANES and w.near(when, before) for w in windows
     ):
@@ -177,6 +185,7 @@ def check_loader_exits_explained(
             grace_s=grace,
             stall_window_s=stall,
             service_faults_explain=bool(params.get("service_faults_explain", True)),
+            exit_codes=observer_of(history.events).exit_codes,
         )
         if cause is not None:
             causes[cause] += 1

@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history import Event, History, select
+from harness.observer import Observer, observer_of
 from harness.scenarios.checks.checkers import (
+    NOT_APPLICABLE,
     UNKNOWN,
     CheckResult,
     Found,
@@ -39,12 +41,12 @@ from harness.scenarios.checks.checkers import (
     judge_rows,
     letter_anomalies,
 )
-from harness.scenarios.checks.compare import compare_dead_letters, coordinates, letter_source
+from harness.scenarios.checks.compare import compare_dead_letters, coordinates
 from harness.scenarios.checks.observe import dead_letters, read_errors, removed_by_retention
 from harness.scenarios.checks.schemahistory import SchemaChange, SchemaTimeline
 from publisher.ledger import LedgerEntry
 
-__all__ = ["LedgerIndex", "LiveJudge", "live_anomalies", "main_commits"]
+__all__ = ["LedgerIndex", "LiveJudge", "live_anomalies", "main_commits", "recorded_snapshots"]
 
 _PREFIX = 24  # event ids share a 24-character prefix per publish phase (publisher.messages)
 
@@ -96,6 +98,7 @@ class LiveJudge:
 
     def update(self, history: History, index: LedgerIndex) -> dict[str, Any]:
         """Judge what is new; return every anomaly found so far (empty: all well)."""
+        observer = observer_of(history.events)
         events = history.events[self._next :]
         self._next += len(events)
         ids = set(self._pending_ids)
@@ -108,7 +111,7 @@ class LiveJudge:
                 ids.update(event.data.get("added", ()))
             elif event.name == "dead_letters":
                 for d in event.data.get("values") or ():
-                    if (src := letter_source(d["headers"])) is not None:
+                    if (src := _source(observer, d)) is not None:
                         letters.add(src)
         self._pending_ids = {eid for eid in ids if index.pending(eid)}
         for eid in ids - self._pending_ids:
@@ -137,6 +140,8 @@ def live_anomalies(events: Iterable[Event], index: LedgerIndex) -> dict[str, Any
         Anomaly name to its examples and count, as ``CheckResult.anomalies`` holds them.
     """
     found = Found()
+    events = list(events)
+    observer = observer_of(events)
     for event in select(events, "read", phase="ok"):
         if event.name == "duplicates":
             for eid, n in event.data.get("values") or ():
@@ -146,11 +151,18 @@ def live_anomalies(events: Iterable[Event], index: LedgerIndex) -> dict[str, Any
                 _judge_id(eid, index, found, f"read {event.index}")
         elif event.name == "dead_letters":
             for d in event.data.get("values") or ():
-                src = letter_source(d["headers"])
+                src = _source(observer, d)
                 entry = index.by_coords.get(src) if src else None
                 if entry is not None and entry.status == "valid":
                     found.add("misrouted", f"valid {entry.event_id} {src} dead-lettered")
     return {n: {"count": a.count, "examples": a.examples} for n, a in found.anomalies.items()}
+
+
+def _source(observer: Observer, letter: Mapping[str, Any]) -> tuple[str, int, int] | None:
+    """The source message a recorded dead letter names, as the loader's observer reads it."""
+    return observer.letter(
+        int(letter["partition"]), int(letter["offset"]), letter["headers"]
+    ).source
 
 
 @checker("live_invariants")
@@ -207,7 +219,9 @@ def check_table_matches_ledger(
     if not any(e.delivered and e.status == "valid" for e in ledger):
         return CheckResult("table_matches_ledger", UNKNOWN, "no valid message was delivered")
     removed = removed_by_retention(history)
-    found, stats = judge_rows(observed.table_counts, ledger, removed)
+    found, stats = judge_rows(
+        observed.table_counts, ledger, removed, history.events, observed.reads.get("first_seen")
+    )
     stats["removed_by_retention"] = len(removed)
     return found.result(
         "table_matches_ledger",
@@ -236,9 +250,7 @@ def check_dead_letters_match_ledger(
         was read (nothing was compared).
     """
     letters = observed.dead_letters or dead_letters(history)
-    verdict = compare_dead_letters(
-        [d.headers for d in letters], ledger, int(params.get("max_copies", 1))
-    )
+    verdict = compare_dead_letters(letters, ledger, int(params.get("max_copies", 1)))
     found = Found()
     letter_anomalies(verdict, ledger, found)
     if not verdict.expected and not found.anomalies:
@@ -287,9 +299,22 @@ def check_faults_healed(
     return found.result("faults_healed", f"{len(windows)} faults injected, all healed", stats)
 
 
-def main_commits(history: Iterable[Event]) -> list[Mapping[str, Any]]:
-    """The snapshots that reached the table's main branch, in commit order, from the
-    ``read``/``commits`` events (each snapshot is recorded once, when first read).
+def recorded_snapshots(history: Iterable[Event]) -> dict[int, Mapping[str, Any]]:
+    """Every snapshot the run's commit reads recorded, by id (each is recorded once, when
+    first read; a later expiry does not take it out of the history)."""
+    snaps: dict[int, Mapping[str, Any]] = {}
+    for e in select(history, "read", "commits", "ok"):
+        for c in e.data.get("values") or ():
+            snaps.setdefault(int(c["snapshot"]), c)
+    return snaps
+
+
+def main_commits(
+    history: Iterable[Event], observer: Observer | None = None
+) -> list[dict[str, Any]]:
+    """The snapshots that reached the table's main branch, in commit order, as the loader's
+    observer reads them (``harness.observer.Observer.commit``: ``mine``, ``loader``,
+    ``process``, ``claim``, ``staged``, ``position``).
 
     A staged snapshot (write-audit-publish: ``staged`` names its id) reached main only if it
     was published: then a later snapshot has it as parent, or it is the last one published,
@@ -299,14 +324,14 @@ def main_commits(history: Iterable[Event]) -> list[Mapping[str, Any]]:
 
     Args:
         history: The run's events.
+        observer: How to read the loader's summaries (default: the one the run recorded).
 
     Returns:
-        The commits (as the client recorded them), oldest first.
+        The commits, oldest first.
     """
-    snaps: dict[int, Mapping[str, Any]] = {}
-    for e in select(history, "read", "commits", "ok"):
-        for c in e.data.get("values") or ():
-            snaps.setdefault(int(c["snapshot"]), c)
+    events = list(history)
+    read = observer or observer_of(events)
+    snaps = {s: read.commit(c) for s, c in recorded_snapshots(events).items()}
     parents = {c.get("parent") for c in snaps.values()}
     main = {s: c for s, c in snaps.items() if not c.get("staged") or s in parents}
     leaves = [c for s, c in snaps.items() if s not in main]
@@ -324,9 +349,9 @@ def check_one_owner(
 ) -> CheckResult:
     """One loader process at a time commits to the table.
 
-    A loader process (its ``icefloe.instance`` token) holds the table from its take-over (the
-    empty snapshot carrying ``icefloe.claim``) until another process's take-over. Walking
-    main's commits in order:
+    A loader process (the token its observer's ``process_key`` names) holds the table from
+    its take-over (the empty snapshot carrying the ``claim_key``) until another process's
+    take-over. Walking main's commits in order:
 
     - a batch committed by a process whose hold ended (another took the table over since) is
       ``two_writers``: two loaders' commits interleaved outside a take-over (a thawed zombie
@@ -339,12 +364,19 @@ def check_one_owner(
 
     Returns:
         ``invalid`` with ``two_writers`` or ``taken_back``; ``unknown`` when no loader commit
-        with a process token was read (nothing was compared).
+        with a process token was read (nothing was compared); ``not_applicable`` for a loader
+        whose commits name no process.
     """
+    observer = observer_of(history.events)
+    if observer.process_key is None:
+        return CheckResult(
+            "one_owner", NOT_APPLICABLE,
+            f"{observer.kind} names no process in its commits: its take-overs cannot be read",
+        )  # fmt: skip
     found = Found()
     for e in select(history, "loader", "holds_table"):
         found.add("taken_back", f"pid {e.data.get('pid')} held the table again after its thaw")
-    commits = [c for c in main_commits(history) if c.get("loader") and c.get("instance")]
+    commits = [c for c in main_commits(history.events, observer) if c["mine"] and c["process"]]
     if not commits:
         if found.anomalies:
             return found.result("one_owner", "", {})
@@ -354,19 +386,19 @@ def check_one_owner(
     claims = batches = unseen = 0
 
     def who(c: Mapping[str, Any]) -> str:
-        return f"{c['loader']} (process {str(c['instance'])[:8]})"
+        return f"{c['loader']} (process {str(c['process'])[:8]})"
 
     for c in commits:
-        instance = str(c["instance"])
+        process = str(c["process"])
         if c.get("claim"):
             claims += 1
-            if instance in ended:
+            if process in ended:
                 found.add("taken_back", f"snapshot {c['snapshot']}: {who(c)} took the table back")
         else:
             batches += 1
-            if holder is not None and instance == holder["instance"]:
+            if holder is not None and process == holder["process"]:
                 continue
-            if instance in ended:
+            if process in ended:
                 assert holder is not None
                 found.add(
                     "two_writers",
@@ -376,10 +408,10 @@ def check_one_owner(
                 continue
             unseen += 1
         # from here on c's process holds the table
-        if holder is not None and holder["instance"] != instance:
-            ended.add(str(holder["instance"]))
+        if holder is not None and holder["process"] != process:
+            ended.add(str(holder["process"]))
         holder = c
-    writers = len({str(c["instance"]) for c in commits})
+    writers = len({str(c["process"]) for c in commits})
     stats = {"commits": len(commits), "take_overs": claims, "batches": batches,
              "processes": writers, "claims_unseen": unseen}  # fmt: skip
     return found.result(

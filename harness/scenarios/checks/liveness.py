@@ -7,9 +7,10 @@ from the history alone:
 
 - the window opens when the fault's heal ends (its ``.heal`` ``ok`` event) and lasts
   ``bound_s`` seconds;
-- it is *resumed* if a loader snapshot (a commit read back by the recording client, its
-  summary naming a loader) was committed in it, *exited* if a loader exited with a non-zero
-  code in it (or had exited so before and was not started again);
+- it is *resumed* if a commit of the loader under test (a snapshot read back by the
+  recording client that its observer recognises, ``harness.observer``) was made in it,
+  *exited* if a loader exited with a non-zero code in it (or had exited so before and was
+  not started again);
 - it is *cut* (not judged) if the harness itself stopped, killed or froze the loader, or
   injected another fault that may stop it (any lane but those of :data:`IGNORED_LANES`),
   before the bound ran out, or the history ends first;
@@ -19,7 +20,8 @@ from the history alone:
 - otherwise it is ``stalled``: an anomaly.
 
 Commits come from ``read``/``commits`` events (the final read-back records every snapshot
-still in the table; a monitor reading during the run keeps those a later expiry removes).
+still in the table; a monitor reading during the run keeps those a later expiry removes),
+whatever keys the loader writes: its observer says which snapshots are its own.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.history import Event, History, select
+from harness.observer import observer_of
 from harness.scenarios.checks.checkers import (
     UNKNOWN,
     CheckResult,
@@ -38,6 +41,7 @@ from harness.scenarios.checks.checkers import (
     checker,
     percentile,
 )
+from harness.scenarios.checks.invariants import recorded_snapshots
 from publisher.ledger import LedgerEntry
 
 __all__ = [
@@ -51,6 +55,9 @@ __all__ = [
 ]
 
 DEFAULT_BOUND_S = 120.0
+CADENCES = 6
+"""A loader that commits every ``cadence_s`` has at least this many of its cadences after a
+heal (a restart, a rebalance and a commit interval or two) before it is called stalled."""
 IGNORED_LANES = ("traffic", "schema", "maintenance", "topic")
 """Lanes whose injections do not cut a window: traffic, a schema change, maintenance and new
 partitions never stop a loader for long (it plans again). Any other lane (the loader's, the
@@ -112,20 +119,23 @@ def heals(history: Iterable[Event]) -> list[Heal]:
 
 
 def loader_commits(history: Iterable[Event]) -> list[float]:
-    """When each snapshot a loader committed was committed (epoch seconds, sorted).
+    """When each snapshot the loader under test committed was committed (epoch seconds,
+    sorted): any snapshot its observer recognises as its commit (``harness.observer``),
+    whatever keys it writes; the kit's own snapshots (maintenance) are not.
 
     Args:
-        history: The run's events (``read``/``commits``; maintenance snapshots name no loader).
+        history: The run's events (``read``/``commits`` and the ``observer`` record).
 
     Returns:
         The commit times.
     """
-    times: dict[int, float] = {}
-    for e in select(history, "read", "commits", "ok"):
-        for c in e.data.get("values") or ():
-            if c.get("loader"):
-                times[int(c["snapshot"])] = float(c["time"])
-    return sorted(times.values())
+    events = list(history)
+    observer = observer_of(events)
+    return sorted(
+        float(c["time"])
+        for c in (observer.commit(r) for r in recorded_snapshots(events).values())
+        if c["mine"]
+    )
 
 
 def lifecycle(history: Iterable[Event]) -> list[tuple[float, str]]:
@@ -244,6 +254,10 @@ def check_liveness(
 ) -> CheckResult:
     """Within a bound after each fault heals, the loader commits again or exits non-zero.
 
+    The bound is ``bound_s``, or :data:`CADENCES` of the loader's own commit cadence (its
+    observer's ``cadence_s``) when that is longer: a loader is judged against how often it
+    says it commits. Each window's seconds from the heal to the next commit are reported.
+
     Params:
         bound_s: the bound (default 120 s).
         faults: judge only the heals of these fault names (default: every fault).
@@ -254,9 +268,10 @@ def check_liveness(
         ``invalid`` with ``stalled``; ``unknown`` when no heal could be judged (no fault
         healed, every window cut short, or nothing was waiting to be loaded).
     """
-    bound = float(params.get("bound_s", DEFAULT_BOUND_S))
-    names = set(params.get("faults") or ())
     events = history.events
+    cadence = observer_of(events).cadence_s
+    bound = max(float(params.get("bound_s", DEFAULT_BOUND_S)), CADENCES * (cadence or 0.0))
+    names = set(params.get("faults") or ())
     healed = [h for h in heals(events) if not names or h.fault in names]
     if not healed:
         return CheckResult("liveness", UNKNOWN, "no fault was healed")
@@ -288,6 +303,8 @@ def check_liveness(
             found.add("stalled", f"{w.heal.fault} healed at {w.heal.time:.1f}: {w.detail}")
     resumed = [w.after_s for w in windows if w.outcome == RESUMED and w.after_s is not None]
     stats: dict[str, Any] = {"heals": len(windows), "bound_s": bound, **counts}
+    stats["cadence_s"] = cadence
+    stats["resume_s"] = [round(s, 1) for s in resumed]
     if resumed:
         stats["resume_p50_s"] = round(percentile(resumed, 50), 2)
         stats["resume_max_s"] = round(max(resumed), 2)

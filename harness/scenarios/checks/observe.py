@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.history import Event, History, select
+from harness.observer import observer_of
 from harness.scenarios.checks.checkers import DeadLetter, Observed
 from harness.scenarios.checks.schemahistory import schema_changes
 from harness.scenarios.params import parse_params
@@ -103,11 +104,14 @@ def table_counts(history: Iterable[Event]) -> dict[str, int]:
 
 
 def dead_letters(history: Iterable[Event]) -> list[DeadLetter]:
-    """Every dead letter read during the run, in the order of the topic."""
+    """Every dead letter read during the run, in the order of the topic, as the loader's
+    observer reads its headers (``harness.observer.Observer.letter``)."""
+    events = list(history)
+    observer = observer_of(events)
     out: list[DeadLetter] = []
-    for event in select(history, "read", "dead_letters", "ok"):
+    for event in select(events, "read", "dead_letters", "ok"):
         for d in event.data.get("values") or ():
-            out.append(DeadLetter(int(d["partition"]), int(d["offset"]), dict(d["headers"])))
+            out.append(observer.letter(int(d["partition"]), int(d["offset"]), d["headers"]))
     return out
 
 

@@ -209,7 +209,9 @@ class _Soak:
         if not self.monitor.failure:
             clear_loader_hooks(run)
             _catch_up(run)
-            run.await_loaded(self.profile.await_timeout_s, progress_s=CATCH_UP_PROGRESS_S)
+            run.await_loaded(
+                self.profile.await_timeout_s, progress_s=CATCH_UP_PROGRESS_S, drain=True
+            )
         # Its rounds (a full read of the table's ids each) would compete with the checks.
         self.monitor.stop()
         self.monitor.check_now()

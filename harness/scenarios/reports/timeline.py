@@ -14,6 +14,7 @@ from pathlib import Path
 
 from harness.history import History, select
 from harness.scenarios.checks.checkers import fault_windows
+from harness.scenarios.checks.liveness import loader_commits
 from harness.scenarios.checks.observe import ids_timeline
 from publisher.ledger import LedgerEntry
 
@@ -81,12 +82,7 @@ def draw(history: History, ledger: Sequence[LedgerEntry], path: Path, title: str
     if visible:
         xs, ys = zip(*visible, strict=True)
         top.step(xs, ys, where="post", label="rows visible in Trino")
-    commits = [
-        v["time"] - t0
-        for e in select(history, "read", "commits", "ok")
-        for v in e.data.get("values") or ()
-        if v.get("loader")
-    ]
+    commits = [t - t0 for t in loader_commits(history)]
     starts = [e.time - t0 for e in select(history, "loader", "start", "ok")]
     kills = [e.time - t0 for e in select(history, "loader", "killed", "info")]
     exits = [e.time - t0 for e in select(history, "loader", "exit") if not e.data.get("expected")]

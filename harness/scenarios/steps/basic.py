@@ -126,11 +126,15 @@ def await_publish(run: Any, p: AwaitPublish) -> None:
 class AwaitLoaded:
     """``timeout_s``: give up after; ``settle_s``: then wait this long (default: the loader's
     settle, two triggers for icefloe, on the run's last wait only); ``skip_if_failed``: not at
-    all once the live monitor has found a broken rule."""
+    all once the live monitor has found a broken rule; ``drain``: rows still missing get the
+    run's drain (default: on the run's last wait only); ``drain_s``: the drain's bound
+    (default: the loader kind's own)."""
 
     timeout_s: float = 180.0
     settle_s: float | None = None
     skip_if_failed: bool = False
+    drain: bool | None = None
+    drain_s: float | None = None
 
 
 @step("await_loaded", AwaitLoaded)
@@ -140,7 +144,7 @@ def await_loaded(run: Any, p: AwaitLoaded) -> None:
     if p.skip_if_failed and monitor is not None and monitor.failure:
         run.traffic.wait()
         return
-    run.await_loaded(p.timeout_s, p.settle_s)
+    run.await_loaded(p.timeout_s, p.settle_s, drain=bool(p.drain), drain_s=p.drain_s)
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from harness.conformance import semantics, table
+from harness.observer import Letter
 from harness.scenarios.checks.checkers import Anomaly, CheckResult
-from loader import keys
 from publisher.ledger import LedgerEntry
 
 
@@ -70,8 +70,8 @@ def _entry(seq: int, status: str = "valid", kind: str | None = None) -> LedgerEn
     return LedgerEntry(seq, "t", 0, seq, None, None, f"id{seq}", status, kind)
 
 
-def _letter(offset: int) -> dict[str, str]:
-    return {keys.DLQ_SOURCE_PARTITION: "0", keys.DLQ_SOURCE_OFFSET: str(offset)}
+def _letter(offset: int) -> Letter:
+    return Letter(0, offset, source=("t", 0, offset))
 
 
 def test_each_kind_is_dead_lettered_coerced_dropped_or_where_the_loader_stopped() -> None:

@@ -196,8 +196,9 @@ def test_the_soak_does_not_apply_to_a_loader_without_fault_points() -> None:
 
 
 def test_a_loader_that_stopped_loading_for_good_has_exited_and_is_stopped(tmp_path: Path) -> None:
-    """A Kafka Connect worker whose tasks failed lives on: that is its exit (unexpected, naming
-    the record as icefloe's loader would), and the worker is stopped so a later start works."""
+    """A Kafka Connect worker whose tasks failed lives on: that is its exit (unexpected, its
+    traces as Connect wrote them, which the sink's observer reads the record from), and the
+    worker is stopped so a later start works."""
     from harness.loaders import kafka_connect
     from harness.loaders.base import ExitWatch
     from harness.stack.process import ManagedProcess
@@ -213,7 +214,11 @@ def test_a_loader_that_stopped_loading_for_good_has_exited_and_is_stopped(tmp_pa
     )
     loader = SimpleNamespace(sink=sink)
     why = kafka_connect.KafkaConnectLoader._failed(loader)  # type: ignore[arg-type]
-    assert why is not None and why.endswith("topic src partition 0 offset 56")
+    assert why == trace
+    observer = kafka_connect.KafkaConnectKind().observer(
+        LoaderTarget("sink", "lake.s.t", ("src",), None, tmp_path)
+    )
+    assert observer.halted_at(why) == [("src", 0, 56)]
     watch = ExitWatch(process, history, lambda: None, process.log_tail, lambda: why, process.kill)
     watch.started()
     deadline = time.monotonic() + 10
@@ -221,7 +226,7 @@ def test_a_loader_that_stopped_loading_for_good_has_exited_and_is_stopped(tmp_pa
         time.sleep(0.1)
     watch.close()
     (exit_,) = select(history, "loader", "exit")
-    assert exit_.data["expected"] is False and "offset 56" in exit_.data["message"]
+    assert exit_.data["expected"] is False and exit_.data["message"] == trace
     assert not process.is_running()
 
 

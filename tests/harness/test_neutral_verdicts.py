@@ -1,0 +1,207 @@
+"""The verdicts a loader of any kind gets from what it writes, not from icefloe's keys.
+
+Each test is a small fake loader's history, as its observer declares it (``harness.observer``):
+a loader that commits its position past rows it never wrote (lost), one that never commits
+them (pending), one that commits them only in the drain (late), one whose commits carry no
+icefloe key (liveness still sees them). Each is the break that shows its verdict can fail.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from harness.history import History
+from harness.observer import GROUP, SUMMARY, Observer
+from harness.scenarios.checks import liveness, storage  # noqa: F401  (registers their checks)
+from harness.scenarios.checks.checkers import INVALID, NOT_APPLICABLE, VALID, Observed, run_check
+from publisher.ledger import LedgerEntry
+
+TOPIC = "events"
+KEY = "my.offsets"
+SUMMARY_LOADER = Observer(
+    kind="command:mine", commit_key=KEY, position=SUMMARY, position_key=KEY, cadence_s=2.0
+)
+GROUP_LOADER = Observer(kind="sink", position=GROUP, consumer_group="connect-x", cadence_s=10.0)
+
+
+def entry(offset: int, partition: int = 0) -> LedgerEntry:
+    return LedgerEntry(
+        seq=offset,
+        topic=TOPIC,
+        partition=partition,
+        offset=offset,
+        timestamp=int(1_000_000 + offset) * 1000,
+        key=None,
+        event_id=f"id-{partition}-{offset}",
+        status="valid",
+    )
+
+
+LEDGER = [entry(i) for i in range(5)]
+
+
+def observer_event(observer: Observer) -> tuple[float, str, str, str, dict[str, Any]]:
+    return (0.0, "info", "info", "observer", {"observer": observer.to_json()})
+
+
+def snapshot(sid: int, when: float, next_offset: int | None, parent: int | None = None) -> dict:
+    summary = {"added-records": "1"}
+    if next_offset is not None:
+        summary[KEY] = json.dumps({TOPIC: {"0": next_offset}})
+    return {"snapshot": sid, "time": when, "operation": "append", "parent": parent,
+            "records": 1, "summary": summary}  # fmt: skip
+
+
+def commits(*snaps: dict, when: float = 50.0) -> tuple[float, str, str, str, dict[str, Any]]:
+    return (when, "read", "ok", "commits", {"values": list(snaps)})
+
+
+def positions(
+    values: dict[str, dict[str, int]], when: float, **held: Any
+) -> tuple[float, str, str, str, dict[str, Any]]:
+    return (when, "read", "ok", "positions", {"values": values, "final": True, **held})
+
+
+def exactly_once(history: History, present: list[str], seen_at: float = 10.0) -> Any:
+    observed = Observed(
+        {eid: 1 for eid in present}, reads={"first_seen": dict.fromkeys(present, seen_at)}
+    )
+    return run_check("exactly_once", history, LEDGER, observed)
+
+
+def test_a_loader_whose_position_passed_rows_it_never_wrote_lost_them_with_evidence() -> None:
+    history = History.of(
+        [
+            observer_event(SUMMARY_LOADER),
+            commits(snapshot(11, 20.0, 2), snapshot(12, 30.0, 5, parent=11)),
+            positions({TOPIC: {"0": 5}}, 60.0, snapshot=12),
+        ]
+    )
+    result = exactly_once(history, ["id-0-0", "id-0-1"])
+    assert result.verdict == INVALID
+    lost = result.anomalies["lost"]
+    assert lost.count == 3 and "pending" not in result.anomalies
+    assert "snapshot 12" in lost.examples[0] and "carries position 5" in lost.examples[0]
+    assert lost.keys == {"id-0-2", "id-0-3", "id-0-4"}
+
+
+def test_a_loader_that_never_committed_past_rows_has_them_pending_not_lost() -> None:
+    history = History.of(
+        [
+            observer_event(SUMMARY_LOADER),
+            commits(snapshot(11, 20.0, 2)),
+            positions({TOPIC: {"0": 2}}, 60.0, snapshot=11),
+        ]
+    )
+    result = exactly_once(history, ["id-0-0", "id-0-1"])
+    assert result.verdict == INVALID
+    assert set(result.anomalies) == {"pending"}
+    assert result.anomalies["pending"].count == 3
+    assert "at offset 2, before it" in result.anomalies["pending"].examples[0]
+
+
+def test_a_group_position_past_a_row_is_its_evidence_and_no_position_for_a_partition_is_pending(
+) -> None:  # fmt: skip
+    ledger = [*LEDGER, entry(0, partition=1)]
+    history = History.of(
+        [
+            observer_event(GROUP_LOADER),
+            positions({TOPIC: {"0": 3}}, 40.0, group="connect-x"),
+            positions({TOPIC: {"0": 5}}, 60.0, group="connect-x"),
+        ]
+    )
+    observed = Observed({"id-0-0": 1, "id-0-1": 1})
+    result = run_check("exactly_once", history, ledger, observed)
+    lost, pending = result.anomalies["lost"], result.anomalies["pending"]
+    assert lost.keys == {"id-0-2", "id-0-3", "id-0-4"}
+    # The first read that showed the position past each row names it.
+    assert "consumer group connect-x at offset 3" in lost.examples[0]
+    assert any("consumer group connect-x at offset 5" in e for e in lost.examples)
+    assert pending.keys == {"id-1-0"} and "no position for partition 1" in pending.examples[0]
+
+
+def test_a_loader_that_declares_no_position_has_missing_rows_pending() -> None:
+    history = History.of([observer_event(Observer(kind="command:bare"))])
+    result = exactly_once(history, ["id-0-0"])
+    assert set(result.anomalies) == {"pending"}
+    assert "declares no committed position" in result.anomalies["pending"].examples[0]
+
+
+def test_rows_that_arrive_only_in_the_drain_are_late_not_lost() -> None:
+    history = History.of(
+        [
+            observer_event(SUMMARY_LOADER),
+            (100.0, "info", "invoke", "drain", {"missing": 2}),
+            commits(snapshot(11, 20.0, 3), snapshot(12, 110.0, 5, parent=11), when=120.0),
+            positions({TOPIC: {"0": 5}}, 120.0, snapshot=12),
+        ]
+    )
+    observed = Observed(
+        dict.fromkeys((e.event_id for e in LEDGER), 1),
+        reads={"first_seen": {"id-0-0": 10.0, "id-0-1": 10.0, "id-0-2": 10.0,
+                              "id-0-3": 111.0, "id-0-4": 111.0}},
+    )  # fmt: skip
+    result = run_check("exactly_once", history, LEDGER, observed)
+    assert result.verdict == VALID
+    assert result.stats["late"] == 2 and "2 late" in result.summary
+    # Without a drain there is nothing late: the same rows seen at the same times.
+    no_drain = History.of([e for e in map(_tuple, history.events) if e[3] != "drain"])
+    assert run_check("exactly_once", no_drain, LEDGER, observed).stats["late"] == 0
+
+
+def _tuple(e: Any) -> tuple[float, str, str, str, dict[str, Any]]:
+    return (e.time, e.kind, e.phase, e.name, dict(e.data))
+
+
+def test_liveness_sees_commits_that_carry_no_icefloe_key() -> None:
+    """A loader of its own keys commits after the heal: resumed. Read as icefloe's (no
+    observer recorded), the same commits are not the loader's, and the window is stalled."""
+    published = [entry(i) for i in range(50)]
+    events = [
+        (1_000_010.0, "fault", "invoke", "kill_loader.inject", {"lane": "loader"}),
+        (1_000_011.0, "fault", "ok", "kill_loader.heal", {}),
+        commits(snapshot(11, 1_000_005.0, 2), snapshot(12, 1_000_030.0, 40, parent=11),
+                when=1_000_200.0),
+    ]  # fmt: skip
+    seen = run_check("liveness", History.of([observer_event(SUMMARY_LOADER), *events]),
+                     published, Observed())  # fmt: skip
+    assert seen.verdict == VALID, seen.summary
+    assert seen.stats["resumed"] == 1 and seen.stats["resume_s"] == [19.0]
+    blind = run_check("liveness", History.of(events), published, Observed())
+    assert blind.verdict == INVALID and "stalled" in blind.anomalies
+
+
+def test_liveness_bound_follows_the_loaders_own_cadence() -> None:
+    """A commit 200 s after the heal is in time for a loader that commits every minute
+    (6 cadences: 360 s), not for one that says it commits every 2 s (the 120 s bound)."""
+    published = [entry(i) for i in range(50)]
+    events = [
+        (1_000_010.0, "fault", "invoke", "kill_loader.inject", {"lane": "loader"}),
+        (1_000_011.0, "fault", "ok", "kill_loader.heal", {}),
+        commits(snapshot(11, 1_000_005.0, 2), snapshot(12, 1_000_211.0, 40, parent=11),
+                when=1_000_400.0),
+    ]  # fmt: skip
+    slow = Observer(kind="command:mine", commit_key=KEY, cadence_s=60.0)
+    patient = run_check("liveness", History.of([observer_event(slow), *events]), published,
+                        Observed(), {"bound_s": 120})  # fmt: skip
+    assert patient.verdict == VALID and patient.stats["bound_s"] == 360.0
+    quick = run_check("liveness", History.of([observer_event(SUMMARY_LOADER), *events]),
+                      published, Observed(), {"bound_s": 120})  # fmt: skip
+    assert quick.verdict == INVALID and quick.stats["bound_s"] == 120.0
+
+
+def test_checks_that_cannot_apply_to_a_loader_say_so() -> None:
+    history = History.of([observer_event(GROUP_LOADER)])
+    owner = run_check("one_owner", history, LEDGER, Observed())
+    assert owner.verdict == NOT_APPLICABLE and "names no process" in owner.summary
+    letters = run_check("dead_letter", history, LEDGER, Observed())
+    assert letters.verdict == NOT_APPLICABLE
+    staged = History.of(
+        [observer_event(GROUP_LOADER),
+         (5.0, "read", "ok", "storage_snapshots",
+          {"values": {"main": 1, "snapshots": [{"snapshot": 1, "parent": None, "time": 1.0}]}})]
+    )  # fmt: skip
+    assert run_check("staged_snapshots_bounded", staged, LEDGER, Observed()).verdict == (
+        NOT_APPLICABLE
+    )
