@@ -18,7 +18,8 @@ loader's code:
   for it (``drain_s``, and ``discovery_s`` after a topic grew);
 - a **dead letter**'s source message and reason (``letter_headers``), and whether its error
   kinds and field paths are the kit's vocabulary (``error_kinds``);
-- the message a **halt** names (``halt_pattern``) and what its **exit codes** mean;
+- the message a **halt** names (``halt_pattern``) and what its **exit codes** mean; what its
+  log says of its own state, counted as evidence beside the verdicts (``log_facts``);
 - for a loader that fences: the process that made a commit and a take-over's claim
   (``process_key``, ``claim_key``); whether it **stages** snapshots before publishing them.
 
@@ -150,6 +151,9 @@ class Observer:
             first present wins (None: it sends no dead letters the kit can read).
         error_kinds: Its dead letters name the kit's error kinds and field paths
             (``publisher.malformations``), so a wrong kind is a wrong letter.
+        log_facts: What its log says of its own state, counted at the end of a run and
+            reported beside the verdicts (name -> a regular expression): evidence for a
+            finding, never a verdict.
     """
 
     kind: str
@@ -168,6 +172,7 @@ class Observer:
     stages: bool = False
     letter_headers: Mapping[str, tuple[str, ...]] | None = None
     error_kinds: bool = False
+    log_facts: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.position not in (None, *POSITION_SOURCES):
@@ -190,6 +195,7 @@ class Observer:
         """The declaration as JSON-ready data (what a run records)."""
         doc = asdict(self)
         doc["exit_codes"] = dict(self.exit_codes)
+        doc["log_facts"] = dict(self.log_facts)
         if self.letter_headers is not None:
             doc["letter_headers"] = {k: list(v) for k, v in self.letter_headers.items()}
         return doc

@@ -245,6 +245,17 @@ COMMIT_ID_KEY = "kafka.connect.commit-id"
 CONNECT_HALT = r"topic: (?P<topic>[^,\s]+), partition,? (?P<partition>\d+), offset: (?P<offset>\d+)"
 """How Connect names the record a task failed at ("... topic: T, partition, 0, offset: 56")."""
 
+COORDINATOR_LOG = {
+    "commits started": r"Sending event of type: START_COMMIT",
+    "commits completed": r"Sending event of type: COMMIT_COMPLETE",
+    "commits to no table": r"committed to 0 table\(s\)",
+    "commit timeouts": r"Commit timeout reached",
+    "files handed over": r"Sending event of type: DATA_WRITTEN",
+}
+"""What the sink's coordinator and tasks log of each commit: a run reports the counts beside
+its verdicts (a coordinator that commits "to 0 table(s)" every interval while its tasks hand
+over files is one that lost them)."""
+
 DEFAULT_METADATA_MAX_AGE_MS = 300_000
 """Kafka's consumer ``metadata.max.age.ms``: how late the sink's tasks may see new partitions."""
 
@@ -894,6 +905,7 @@ class KafkaConnectKind:
             discovery_s=metadata_ms / 1000,
             halt_pattern=CONNECT_HALT,
             letter_headers=CONNECT_LETTERS,
+            log_facts=COORDINATOR_LOG,
         )
 
     def describe(self) -> dict[str, Any]:

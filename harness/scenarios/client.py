@@ -61,6 +61,7 @@ class RecordingClient:
         self._snapshots: dict[str, set[int]] = {}
         self._letters: dict[str, int] = {}
         self._positions: dict[str, Positions | None] = {}
+        self._admin: Any = None
         self._lock = threading.Lock()
 
     # -- Trino ---------------------------------------------------------------
@@ -266,7 +267,10 @@ class RecordingClient:
     def _group_position(self, group: str) -> Positions:
         from confluent_kafka import ConsumerGroupTopicPartitions
 
-        admin = self.stack.kafka_admin()
+        with self._lock:  # one admin client for the run's reads, not one per read
+            if self._admin is None:
+                self._admin = self.stack.kafka_admin()
+            admin = self._admin
         futures = admin.list_consumer_group_offsets(
             [ConsumerGroupTopicPartitions(group)], request_timeout=30
         )

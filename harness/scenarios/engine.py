@@ -38,6 +38,22 @@ GONE_S = 5.0
 """How long no loader of a run may have been left before a wait for rows gives up early."""
 POSITION_EVERY_S = 5.0
 """How often a wait for rows reads the loader's committed position."""
+GONE = "no loader left to load them"
+BEHIND = "every missing row behind the loader's committed position for its drain bound"
+"""Why a wait for rows ended before its time."""
+
+
+def _behind(missing: set[str], position: Any, by_id: dict[str, Any]) -> bool:
+    """Whether the committed position is past every missing row (the loader resumes past
+    them all)."""
+    for eid in missing:
+        entry = by_id.get(eid)
+        if entry is None or entry.offset is None:
+            return False
+        at = position.get(entry.topic, {}).get(entry.partition)
+        if at is None or at <= entry.offset:
+            return False
+    return True
 
 
 class RunSetup:
@@ -313,8 +329,10 @@ class Run:
         The wait ends early when nothing can load the missing rows any more (:meth:`orphaned`
         for ``GONE_S``): no loader of the run runs or will be started again, no fault is
         active, and the longest liveness bound has passed since the last heal, so the checks
-        judge the same rows and the same liveness windows as after the whole wait. The
-        loader's committed position is read now and then (``read``/``positions``).
+        judge the same rows and the same liveness windows as after the whole wait; or when
+        every missing row has been behind the loader's committed position for its kind's
+        drain bound (it will never read them again). The loader's committed position is read
+        now and then (``read``/``positions``).
 
         Args:
             timeout_s: The longest wait.
@@ -327,7 +345,7 @@ class Run:
         """
         self.traffic.wait()
         expected = self.expected_ids()
-        seen, gave_up = self._wait_for(expected, time.monotonic() + timeout_s, progress_s)
+        seen, ended = self._wait_for(expected, time.monotonic() + timeout_s, progress_s)
         missing = len(expected - seen)
         self.history.record(
             "read",
@@ -336,15 +354,15 @@ class Run:
             expected=len(expected),
             visible=len(seen),
             missing=missing,
-            **({"ended": "no loader left to load them"} if gave_up else {}),
+            **({"ended": ended} if ended else {}),
         )
         if missing and drain:
-            missing, gave_up = self.drain(expected, drain_s)
-        if not gave_up:  # a last commit (a duplicate) can still come; none can without a loader
+            missing, ended = self.drain(expected, drain_s)
+        if ended != GONE:  # a last commit (a duplicate) can still come; none can without a loader
             time.sleep(self.loaders.settle_s() if settle_s is None else settle_s)
         return missing
 
-    def drain(self, expected: set[str], bound_s: float | None = None) -> tuple[int, bool]:
+    def drain(self, expected: set[str], bound_s: float | None = None) -> tuple[int, str | None]:
         """The run's drain: rows still missing get the loader's own time to arrive, with no
         fault active and the loader running, before the checks tell lost from pending.
 
@@ -360,12 +378,13 @@ class Run:
             bound_s: The bound, instead of the loader kind's.
 
         Returns:
-            How many are still missing, and whether it ended because no loader was left.
+            How many are still missing, and why it ended early (:data:`GONE`, :data:`BEHIND`),
+            if it did.
         """
         seen = self._visible_now()
         missing = expected - seen
         if not missing:
-            return 0, False
+            return 0, None
         self.heal_all()
         restarted = not self.loaders.is_running()
         if restarted:
@@ -384,7 +403,7 @@ class Run:
             "info", "invoke", "drain", missing=len(missing), bound_s=bound,
             wait_s=round(wait_s, 1), restarted=restarted, topic_grew=grew,
         )  # fmt: skip
-        seen, gave_up = self._wait_for(expected, time.monotonic() + wait_s)
+        seen, ended = self._wait_for(expected, time.monotonic() + wait_s)
         left = expected - seen
         self.history.record(
             "read",
@@ -392,9 +411,9 @@ class Run:
             "drain",
             arrived=len(missing - left),
             missing=len(left),
-            **({"ended": "no loader left to load them"} if gave_up else {}),
+            **({"ended": ended} if ended else {}),
         )
-        return len(left), gave_up
+        return len(left), ended
 
     def _visible_now(self) -> set[str]:
         try:
@@ -404,21 +423,32 @@ class Run:
 
     def _wait_for(
         self, expected: set[str], until: float, progress_s: float | None = None
-    ) -> tuple[set[str], bool]:
+    ) -> tuple[set[str], str | None]:
         """Poll the visible ids (and, every ``POSITION_EVERY_S``, the loader's position)
-        until every expected id is visible or ``until`` (monotonic) passes; return what was
-        seen, and True when it ended early because nothing can load the rest."""
+        until every expected id is visible or ``until`` (monotonic) passes.
+
+        It ends early, saying why, once nothing can load the rest (:meth:`orphaned` for
+        ``GONE_S``: :data:`GONE`), or once every missing row has been behind the loader's
+        committed position for its whole drain bound (:data:`BEHIND`): the loader resumes past
+        them, and whatever it had in hand of them it would have committed by then.
+
+        Returns:
+            What was seen, and why it ended early (None: all seen, or ``until`` passed).
+        """
         seen: set[str] = set()
         most = 0
         orphaned_at: float | None = None
+        behind_at: float | None = None
         next_position = 0.0
+        position: Any = None
+        by_id: dict[str, Any] | None = None
         while time.monotonic() < until:
             seen = self._visible_now()
             if time.monotonic() >= next_position:
-                self.read_position()
+                position = self.read_position()
                 next_position = time.monotonic() + POSITION_EVERY_S
             if expected <= seen:
-                return seen, False
+                return seen, None
             if progress_s is not None and len(seen) > most:
                 most = len(seen)
                 until = max(until, time.monotonic() + progress_s)
@@ -427,9 +457,17 @@ class Run:
             elif orphaned_at is None:
                 orphaned_at = time.monotonic()
             elif time.monotonic() - orphaned_at >= GONE_S:
-                return seen, True
+                return seen, GONE
+            if position:
+                by_id = by_id or {e.event_id: e for e in self.ledger_entries()}
+                if not _behind(expected - seen, position, by_id):
+                    behind_at = None
+                elif behind_at is None:
+                    behind_at = time.monotonic()
+                elif time.monotonic() - behind_at >= self.loaders.observer().drain_s:
+                    return seen, BEHIND
             time.sleep(1.0)
-        return seen, False
+        return seen, None
 
     def read_position(self, *, final: bool = False) -> Any:
         """The loader's committed position now (recorded when it changed; see
@@ -468,3 +506,4 @@ class Run:
         if self.names.dead_letter_topic:
             self.client.dead_letters(self.names.dead_letter_topic)
         self.client.columns(self.table)
+        self.loaders.record_log_facts()

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import shutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -309,6 +310,19 @@ class LoaderControl:
     def observer(self) -> Observer:
         """How the checks read the current loader (``harness.observer``)."""
         return self._observer
+
+    def record_log_facts(self) -> None:
+        """Count what each loader's log says of its own state (its observer's ``log_facts``)
+        and record it (``info``/``log_facts``): evidence beside the verdicts."""
+        patterns = self._observer.log_facts
+        if not patterns:
+            return
+        for loader in [*self.retired, self.current]:
+            text = loader.log_since(0)
+            counts = {name: len(re.findall(rx, text)) for name, rx in patterns.items()}
+            self.history.record(
+                "info", "info", "log_facts", loader_id=loader.loader_id, counts=counts
+            )
 
     def settle_s(self) -> float:
         """How long to wait after the last expected row is visible (the kind's measure)."""

@@ -142,3 +142,35 @@ def test_nothing_can_load_only_when_no_loader_runs_or_comes_back_and_liveness_is
     assert not Run.orphaned(healed)  # type: ignore[arg-type]
     clock[0] = heal_time + 120.0
     assert Run.orphaned(healed)  # type: ignore[arg-type]
+
+
+def test_the_wait_ends_once_every_missing_row_is_behind_the_committed_position(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A loader whose committed position passed the missing rows will never read them: the
+    wait ends once they have been behind it for the loader's drain bound, not at its timeout;
+    a position before one of them keeps the wait going."""
+    from harness.scenarios.engine import BEHIND
+    from publisher.ledger import LedgerEntry
+
+    clock = _fake_clock(monkeypatch)
+
+    def run_with(next_offset: int) -> Growing:
+        run = Growing(total=100, step=10, stall_at=40)
+        entries = [LedgerEntry(i, "t", 0, i, None, None, str(i), "valid") for i in range(100)]
+        run.ledger_entries = lambda: entries  # type: ignore[attr-defined]
+        run.read_position = lambda final=False: {"t": {0: next_offset}}  # type: ignore[method-assign]
+        run.loaders = SimpleNamespace(
+            settle_s=lambda: 0.0, observer=lambda: SimpleNamespace(drain_s=30.0)
+        )
+        return run
+
+    passed = run_with(100)
+    assert Run.await_loaded(passed, timeout_s=240.0) == 60  # type: ignore[arg-type]
+    assert 30.0 <= clock[0] <= 40.0
+    (event,) = select(passed.history, "read", "await_loaded")
+    assert event.data["ended"] == BEHIND
+    clock[0] = 0.0
+    short = run_with(99)  # the last row still ahead of the position: it may come
+    assert Run.await_loaded(short, timeout_s=240.0) == 60  # type: ignore[arg-type]
+    assert clock[0] >= 240.0

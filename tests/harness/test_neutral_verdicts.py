@@ -205,3 +205,19 @@ def test_checks_that_cannot_apply_to_a_loader_say_so() -> None:
     assert run_check("staged_snapshots_bounded", staged, LEDGER, Observed()).verdict == (
         NOT_APPLICABLE
     )
+
+
+def test_every_kinds_observer_survives_its_record_in_a_history(tmp_path: Any) -> None:
+    """What a run records of its loader is what a later check reads (``scenario check``)."""
+    from harness.loaders.base import LoaderTarget
+    from harness.loaders.icefloe import IcefloeKind
+    from harness.loaders.kafka_connect import KafkaConnectKind
+    from harness.observer import observer_of
+
+    target = LoaderTarget("l", "lake.s.t", (TOPIC,), "dlq", tmp_path)
+    for kind in (IcefloeKind(), KafkaConnectKind()):
+        observer = kind.observer(target)
+        history = History.of([observer_event(observer)])
+        assert observer_of(history.events) == observer
+    sink = KafkaConnectKind().observer(target)
+    assert sink.log_facts and sink.discovery_s == 300.0 and sink.cadence_s == 10.0

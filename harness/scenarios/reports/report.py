@@ -121,6 +121,9 @@ def markdown(result: RunResult) -> str:
         if starts:
             took = [float(e.data.get("seconds", 0)) for e in starts]
             lines.append(f"- start-up: {min(took):.1f}-{max(took):.1f} s")
+        for e in select(history, "info", "log_facts"):
+            counts = ", ".join(f"{n} {k}" for k, n in dict(e.data.get("counts") or {}).items())
+            lines.append(f"- its log ({e.data.get('loader_id')}): {counts}")
         publishes = select(history, "publish", "publish", "ok")
         for e in publishes:
             d = e.data
