@@ -41,10 +41,10 @@ from harness.loaders.config import stack_loader_config
 from harness.scenarios.checks.checkers import percentile
 from harness.stack.lakehouse import Stack
 from harness.stack.tables import create_table_sql
-from loader.batch import decode_arrow
-from loader.config import LoaderConfig
-from loader.job import LoaderJob
-from loader.record import DecodeOptions, RecordDecoder
+from loader.config import DecodeOptions, LoaderConfig
+from loader.decode.batch import decode_arrow
+from loader.decode.record import RecordDecoder
+from loader.run.job import LoaderJob
 
 
 def _config(stack: Stack, table: str, topic: str, **settings: Any) -> LoaderConfig:
@@ -147,7 +147,7 @@ def main() -> None:
     print(f"event times within {args.window_days:g} days before now")
     print(f"decode_arrow alone: {bench_decode(values[:50_000]):,.0f} rows/s (one core)")
 
-    from loader.spark import session
+    from loader.run.spark import session
 
     schema = f"bench_{uuid.uuid4().hex[:6]}"
     stack.query(f"CREATE SCHEMA lake.{schema}")

@@ -25,9 +25,10 @@ from bench_loader import _config, _topic, _values, publish_alternating
 from harness.stack.lakehouse import Stack
 from harness.stack.tables import create_table_sql
 from loader import keys
-from loader.batch import KAFKA_COLUMNS
-from loader.frames import DecodedBatch
-from loader.record import DecodeOptions
+from loader.config import DecodeOptions
+from loader.decode.batch import KAFKA_COLUMNS
+from loader.decode.frames import DecodedBatch
+from loader.ext.fastpath.onepass import FastPath
 
 
 def _timed(label: str, run: Callable[[], Any], repeat: int) -> None:
@@ -45,7 +46,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
-    from loader.spark import session
+    from loader.run.spark import session
 
     stack = Stack()
     schema_name = f"phases_{uuid.uuid4().hex[:6]}"
@@ -73,7 +74,9 @@ def main() -> None:
         return reader.load().select(*KAFKA_COLUMNS)
 
     def summary(jvm: bool, append: bool = False) -> None:
-        batch = DecodedBatch(kafka(), table_schema, DecodeOptions(), jvm)
+        batch = DecodedBatch(
+            kafka(), table_schema, DecodeOptions(), FastPath().column if jvm else None
+        )
         try:
             batch.summary()
             if append:

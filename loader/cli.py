@@ -98,7 +98,7 @@ def run(
     try:
         config = from_args(args, defaults=defaults)
         if args.action == "status":
-            from loader.status import format_status, read_status
+            from loader.run.status import format_status, read_status
 
             print(format_status(read_status(config)))
             return 0
@@ -107,8 +107,8 @@ def run(
         if args.action == "config":
             print(config.to_toml(), end="")
             return 0
-        from loader.job import LoaderJob
-        from loader.spark import check_runtime
+        from loader.run.job import LoaderJob
+        from loader.run.spark import check_runtime
 
         check_runtime(config)
         return LoaderJob(config).run()

@@ -354,17 +354,28 @@ def _where(key: str, value: _Value | None) -> str:
     return f"{key} (from {value.origin})" if value is not None else key
 
 
+def _unknown(key: str, origin: str, removed: Mapping[str, str] | None) -> ConfigError:
+    if removed and key in removed:
+        return ConfigError(f"{key!r} in {origin} is no longer a setting: {removed[key]}")
+    return ConfigError(f"unknown setting {key!r} in {origin}")
+
+
 def _flatten(
-    table: Mapping[str, Any], prefix: str, known: set[str], origin: str, out: dict[str, _Value]
+    table: Mapping[str, Any],
+    prefix: str,
+    known: set[str],
+    origin: str,
+    out: dict[str, _Value],
+    removed: Mapping[str, str] | None = None,
 ) -> None:
     for name, value in table.items():
         key = prefix + name
         if key in known:
             out[key] = _Value(value, origin, 0)
         elif isinstance(value, dict) and any(k.startswith(key + ".") for k in known):
-            _flatten(value, key + ".", known, origin, out)
+            _flatten(value, key + ".", known, origin, out, removed)
         else:
-            raise ConfigError(f"unknown setting {key!r} in {origin}")
+            raise _unknown(key, origin, removed)
 
 
 def gather(
@@ -375,6 +386,7 @@ def gather(
     *,
     ignore_env: frozenset[str] = frozenset(),
     defaults: Defaults | None = None,
+    removed: Mapping[str, str] | None = None,
 ) -> dict[str, _Value]:
     """Collect raw values from a TOML file, the environment and flags, later layers winning.
 
@@ -386,11 +398,13 @@ def gather(
         ignore_env: ``ICEFLOE_LOADER_*`` variables that are not settings (the file's name).
         defaults: a layer below the file, from the program that runs the loader: called with
             the keys the other layers set, it returns values for keys none of them set.
+        removed: dotted keys that were settings once -> what to do instead (the message).
 
     Raises:
         ConfigError: an unreadable file, invalid TOML, an unknown key or variable.
     """
     by_key = {k.key: k for k in keys(cls)}
+    removed = removed or {}
     merged: dict[str, _Value] = {}
     if path is not None:
         origin = f"file {os.fspath(path)}"
@@ -401,11 +415,14 @@ def gather(
             raise ConfigError(f"cannot read config {origin}: {exc.__class__.__name__}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"invalid TOML in {origin}: {exc}") from None
-        _flatten(document, "", set(by_key), origin, merged)
+        _flatten(document, "", set(by_key), origin, merged, removed)
     by_env = {k.env: k for k in by_key.values()}
+    removed_env = {ENV_PREFIX + key.upper().replace(".", "_"): key for key in removed}
     for name in sorted(env):
         if not name.startswith(ENV_PREFIX) or name in ignore_env:
             continue
+        if name in removed_env:
+            raise _unknown(removed_env[name], f"env {name}", removed)
         if name not in by_env:
             raise ConfigError(f"unknown environment variable {name}")
         merged[by_env[name].key] = _Value(env[name], f"env {name}", 1)

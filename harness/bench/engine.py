@@ -40,11 +40,11 @@ def load(config_file: Path, checkpoint: Path) -> None:
         config_file: a loader configuration (TOML) for the stack, its table and its topic.
         checkpoint: the stream's checkpoint folder (new, empty).
     """
-    from loader.classdata import ClassData
+    from loader.commit.sink import APPEND_OPTIONS
     from loader.config import load_config
-    from loader.plain import plain_column
-    from loader.sink import APPEND_OPTIONS
-    from loader.spark import session
+    from loader.ext.classdata import ClassData
+    from loader.ext.fastpath.plain import plain_column
+    from loader.run.spark import session
 
     config = load_config(config_file, env={})
     class_data = ClassData.plan(config.spark.class_data)
@@ -94,7 +94,7 @@ def _say(what: str) -> None:
 
 def _iceberg_schema(config: Any) -> Any:
     """The table's current schema (pyiceberg), through the loader's catalog settings."""
-    from loader.icebergclient import rest_catalog
+    from loader.io.icebergclient import rest_catalog
 
     catalog = rest_catalog(config.table.catalog, config.catalog)
     return catalog.load_table(f"{config.table.namespace}.{config.table.name}").schema()

@@ -90,8 +90,9 @@ def parse_to_parquet(values: Sequence[bytes], folder: Path | None = None) -> Thr
     """
     import pyarrow.parquet as pq
 
-    from loader.batch import REJECT_COLUMN, decode_arrow
-    from loader.record import DecodeOptions, RecordDecoder
+    from loader.config import DecodeOptions
+    from loader.decode.batch import REJECT_COLUMN, decode_arrow
+    from loader.decode.record import RecordDecoder
     from publisher.rows import reference_schema
 
     decoder = RecordDecoder(reference_schema(), DecodeOptions())

@@ -93,7 +93,8 @@ def _world_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE|NAME",
-        help="a loader setting of the generated world (e.g. exactly_once=false, fencing=false); "
+        help="a [loader] key of the generated world (e.g. kafka.first_slice_records=0, or a "
+        "break: 'disable=[\"fencing\"]'); "
         "or, without '=', " + _LOADER_HELP,
     )
     parser.add_argument("--seed", type=int, help="Hypothesis's seed (replays a search)")

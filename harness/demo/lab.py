@@ -24,7 +24,7 @@ from harness.loaders.icefloe import icefloe_config
 from harness.loaders.process import LoaderProcess
 from harness.stack.ports import free_port
 from harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
-from loader.deadletter import DEAD_LETTER_MAX_BYTES
+from loader.io.deadletter import DEAD_LETTER_MAX_BYTES
 from publisher import topics
 from publisher.ledger import Ledger
 from publisher.producer import PublishResult
@@ -209,7 +209,7 @@ class Lab:
 
     def lease_expires(self) -> float:
         """When the table's loader lease runs out (epoch seconds; 0 when there is none)."""
-        from loader.offsets import lease_from_properties
+        from loader.commit.lease import lease_from_properties
 
         name = self.table.split(".", 1)[1]
         lease = lease_from_properties(self.stack.pyiceberg_catalog().load_table(name).properties)

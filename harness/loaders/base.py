@@ -48,17 +48,18 @@ class Capability(enum.StrEnum):
     Members:
         KILL: kill -9 and start again, resuming from the progress it keeps.
         FREEZE: SIGSTOP and SIGCONT of its processes (a GC pause, a frozen VM).
-        FAULT_POINTS: kills and freezes at named points inside a batch, armed by environment
-            variables (``loader.faultpoints``: ``kill_after_commit``, ``pause_at``, ``at =
-            "planned"``...): icefloe's test hooks.
+        FAULT_POINTS: kills and freezes at named points inside a batch, and parts of the
+            protocol switched off, armed by environment variables
+            (``loader.testing.faultpoints``: ``kill_after_commit``, ``pause_at``, ``at =
+            "planned"``, ``disable = ["fencing"]``...): icefloe's test hooks.
         FENCING: a successor on the same table fences a frozen loader off, and the frozen one,
             thawed, steps down (``zombie_loader``).
         DEAD_LETTERS: sends what it cannot load to a dead-letter topic it is given.
         ROUTES: its Kafka, S3 and catalog endpoints can be pointed at the fault proxies
             (``[loader] via``).
-        SETTINGS: takes icefloe's loader settings by their dotted keys (``exactly_once``,
-            ``fencing``, ``lease_ttl``, ``max_record_bytes``, ``transform.unnest``,
-            ``catalog.read_timeout``... in ``[loader]``).
+        SETTINGS: takes icefloe's loader settings by their dotted keys (``lease_ttl``,
+            ``max_record_bytes``, ``transform.unnest``, ``catalog.read_timeout``... in
+            ``[loader]``).
         SUPERVISED: the harness restarts it when it exits by itself (``restart_on_exit``).
     """
 
@@ -81,8 +82,10 @@ class TestHooks:
             N-th commit, so a post-commit, pre-checkpoint crash happens for sure.
         self_kills: How many starts (the first ones) get that hook.
         pause_at: The first start freezes itself (SIGSTOP of its group) at this point of a
-            batch (``loader.faultpoints``).
+            batch (``loader.testing.faultpoints``).
         pause_after_commits: Commits the first start makes before the pause can fire.
+        disable: Parts of the protocol every start runs without (``exactly_once``,
+            ``fencing``, ``resolve_lost_commits``: ``loader.commit.hooks``): a break.
     """
 
     __test__ = False  # not a pytest class
@@ -91,6 +94,7 @@ class TestHooks:
     self_kills: int = 1
     pause_at: str | None = None
     pause_after_commits: int = 0
+    disable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

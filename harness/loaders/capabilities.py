@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harness.loaders.base import Capability
-from loader.faultpoints import POINTS
+from loader.testing.faultpoints import POINTS
 
 __all__ = ["fault_needs", "needs", "not_applicable"]
 

@@ -9,7 +9,7 @@ that in the history with the exit code and the tail of its log; with ``restart_o
 starts the loader again, as a supervisor (systemd, Kubernetes) would.
 
 Each start gets a fault-point trace file of its own (``trace-N.jsonl`` in its folder,
-``loader.faultpoints``). Once a start has ended, what its trace says is recorded in the
+``loader.testing.faultpoints``). Once a start has ended, what its trace says is recorded in the
 history: a ``loader``/``fault_landed`` event per fault that fired (the point it was armed at,
 the point it landed at and its action), or a ``loader``/``fault_not_landed`` event for a start
 armed with a fault point that never fired.
@@ -39,7 +39,8 @@ from harness.loaders.base import Health, TestHooks, log_since, log_size, record_
 from harness.stack.process import ManagedProcess
 from loader.config import LoaderConfig, env_var
 from loader.errors import EXIT_NOT_OWNER
-from loader.faultpoints import (
+from loader.testing.faultpoints import (
+    DISABLE_ENV,
     KILL_AFTER_COMMIT_ENV,
     KILL_AFTER_COMMITS_ENV,
     KILL_AT_ENV,
@@ -58,6 +59,7 @@ HOOK_ENVS = (
     PAUSE_AT_ENV,
     PAUSE_AFTER_COMMITS_ENV,
     PAUSE_DELAY_MS_ENV,
+    DISABLE_ENV,
 )
 # The S3 secret reaches the loader through its environment, never its file or argv.
 SECRET_ENV = env_var("catalog.s3_secret_key")
@@ -220,7 +222,7 @@ class LoaderProcess:
             wait: Wait for the query to start.
             track: When not waiting, record the start's outcome (``start`` ok or fail) from a
                 background thread once it is known.
-            hooks: Fault-hook variables (``loader.faultpoints``) for this start only, on top
+            hooks: Fault-hook variables (``loader.testing.faultpoints``) for this start only, on top
                 of those the settings give the first starts.
             expect_codes: Exit codes of this start that are no failure (e.g. ``-9`` when a
                 hook makes it kill itself).
@@ -251,6 +253,8 @@ class LoaderProcess:
             if own.pause_at and self.starts == 0:
                 env[PAUSE_AT_ENV] = own.pause_at
                 env[PAUSE_AFTER_COMMITS_ENV] = str(own.pause_after_commits)
+            if own.disable:  # a break: every start runs without these parts of the protocol
+                env[DISABLE_ENV] = ",".join(own.disable)
             env.update(hooks or {})
             trace = self.state_dir / f"trace-{self.starts + 1}.jsonl"
             trace.unlink(missing_ok=True)
@@ -264,8 +268,7 @@ class LoaderProcess:
                 "start",
                 loader_id=self.loader_id,
                 trigger_interval_s=config.trigger_interval,
-                exactly_once=config.exactly_once,
-                fencing=config.fencing,
+                disable=list(own.disable) or None,
                 pause_at=own.pause_at if self.starts == 0 else None,
                 dead_letter_topic=config.dead_letter_topic,
                 kill_after_commit=own.kill_after_commit if self_kill else None,

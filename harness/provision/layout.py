@@ -16,7 +16,7 @@ from pathlib import Path
 
 import loader
 from harness.provision import versions
-from loader.classdata import remove_older
+from loader.ext.classdata import remove_older
 
 ENV_CACHE = "ICEFLOE_CACHE"
 CLASS_DATA_KEEP_S = 14 * 86400
@@ -24,7 +24,7 @@ CLASS_DATA_KEEP_S = 14 * 86400
 ECJ = versions.MavenArtifact("org.eclipse.jdt", "ecj", "3.40.0")
 
 
-LOADER_JVM_SOURCES = Path(loader.__file__).parent / "jvm"
+LOADER_JVM_SOURCES = Path(loader.__file__).parent / "ext" / "fastpath" / "jvm"
 """The loader's Java sources (its JVM decoder), compiled into the loader's jar at provisioning."""
 
 
@@ -74,7 +74,7 @@ class Layout:
 
     @property
     def loader_jar(self) -> Path:
-        from loader.plain import JAR_NAME
+        from loader.ext.fastpath.plain import JAR_NAME
 
         folder = f"{versions.SPARK}-{loader_jvm_digest()}"
         return self.cache / "loader-jvm" / folder / JAR_NAME

@@ -388,9 +388,9 @@ class RecordingClient:
         return lineage
 
     def lease(self, table: str) -> Any:
-        """The table's loader lease (``loader.offsets.Lease``), or None without one or when
+        """The table's loader lease (``loader.commit.lease.Lease``), or None without one or when
         the catalog cannot answer."""
-        from loader.offsets import lease_from_properties
+        from loader.commit.lease import lease_from_properties
 
         try:
             lease = lease_from_properties(self.iceberg_table(table).properties)

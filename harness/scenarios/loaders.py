@@ -11,20 +11,24 @@ The scenario's ``[loader]`` table is :class:`LoaderOptions`, read by :meth:`Load
 when the file is read. It holds two kinds of keys:
 
 - the test kit's own (:data:`KIT_OPTIONS`): ``dead_letter``, ``kill_after_commit``,
-  ``self_kills``, ``pause_at``, ``pause_after_commits``, ``restart_on_exit``, ``via``;
+  ``self_kills``, ``pause_at``, ``pause_after_commits``, ``disable``, ``restart_on_exit``,
+  ``via``. ``disable`` names parts of icefloe's protocol its loaders run without (a break:
+  ``disable = ["fencing"]``), given to each of its processes as a test hook
+  (``ICEFLOE_TEST_DISABLE``, ``loader/testing/faultpoints.py``), not as a setting;
 - icefloe's loader settings, by the loader's own dotted keys (``loader/config.py``), written
-  straight into the table: ``trigger_interval = 2.0``, ``lease_ttl = "8s"``, ``fencing =
-  false``, ``kafka.max_offsets_per_trigger = 300``, ``catalog.read_timeout = "4s"``,
+  straight into the table: ``trigger_interval = 2.0``, ``lease_ttl = "8s"``,
+  ``kafka.max_offsets_per_trigger = 300``, ``catalog.read_timeout = "4s"``,
   ``transform = { unnest = "/data" }``. A TOML dotted key is a nested table; a section's table
   and a quoted dotted key (``"kafka.max_offsets_per_trigger" = 300``) are read the same. A
   break or a ``configure_loader`` step changes only the keys it names; an empty section's
   table (``transform = {}``) drops that section's settings, back to the loader's defaults.
 
 Each loader setting is checked by the loader's own codec when the file is read, so a typo or a
-bad value fails at load, naming the scenario and the key; an old harness spelling
-(``trigger_interval_s``...) fails naming the loader's key (:data:`RENAMED`). One left out is not
-given at all: the loader's own default applies (``loader/config.py``), or the harness's where it
-means something else (``harness.loaders.icefloe.HARNESS_SETTINGS``).
+bad value fails at load, naming the scenario and the key; an old spelling
+(``trigger_interval_s``, ``fencing = false``...) fails naming what to write now
+(:data:`RENAMED`). One left out is not given at all: the loader's own default applies
+(``loader/config.py``), or the harness's where it means something else
+(``harness.loaders.icefloe.HARNESS_SETTINGS``).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from harness.scenarios.world import Names
 from loader import settings as loader_settings
 from loader.config import LoaderConfig
 from loader.errors import ConfigError
-from loader.faultpoints import PAUSE_POINTS
+from loader.testing.faultpoints import PAUSE_POINTS, SWITCHES
 
 __all__ = ["KIT_OPTIONS", "RENAMED", "TUNING", "LoaderControl", "LoaderOptions"]
 
@@ -65,6 +69,7 @@ RENAMED = {
     "lease_ttl_s": "lease_ttl",
     "max_offsets_per_trigger": "kafka.max_offsets_per_trigger",
     "settings": 'its keys in [loader] itself (catalog.read_timeout = "4s")',
+    **{part: f'disable = ["{part}"] (a test hook, no loader setting)' for part in SWITCHES},
 }
 """Old ``[loader]`` keys -> what a scenario writes now."""
 
@@ -122,6 +127,9 @@ class LoaderOptions:
         pause_at: The first start freezes itself at this point of a batch (``random``: a
             point drawn from the run's seed).
         pause_after_commits: Commits before the pause can fire.
+        disable: Parts of icefloe's protocol (``exactly_once``, ``fencing``,
+            ``resolve_lost_commits``) every process of the run's loaders runs without: a
+            break's test hook.
         restart_on_exit: Supervised: start again after an exit the harness did not cause.
         via: The fault points the loader under test reaches its services through:
             ``catalog_proxy`` (HTTP faults on the catalog, ``catalog_http``), ``toxiproxy``
@@ -136,6 +144,7 @@ class LoaderOptions:
     self_kills: int = TestHooks.self_kills
     pause_at: PausePoint | None = None
     pause_after_commits: int = 0
+    disable: tuple[str, ...] = ()
     restart_on_exit: bool = False
     via: tuple[str, ...] = ()
     settings: Mapping[str, Any] = field(default_factory=dict)
@@ -144,6 +153,9 @@ class LoaderOptions:
         unknown = sorted(set(self.via) - set(ROUTES))
         if unknown:
             raise ValueError(f"via: unknown {unknown}; known: {list(ROUTES)}")
+        unknown = sorted(set(self.disable) - set(SWITCHES))
+        if unknown:
+            raise ValueError(f"disable: unknown {unknown}; known: {list(SWITCHES)}")
 
     @classmethod
     def read(cls, table: Mapping[str, Any], where: str) -> LoaderOptions:
@@ -214,7 +226,11 @@ class LoaderOptions:
     def hooks(self) -> TestHooks:
         """The test hooks these options give the first starts."""
         return TestHooks(
-            self.kill_after_commit, self.self_kills, self.pause_at, self.pause_after_commits
+            self.kill_after_commit,
+            self.self_kills,
+            self.pause_at,
+            self.pause_after_commits,
+            self.disable,
         )
 
     def needs(self) -> dict[Capability, str]:
@@ -225,6 +241,8 @@ class LoaderOptions:
             out[Capability.SETTINGS] = f"icefloe loader settings {', '.join(changing)}"
         if self.kill_after_commit is not None or self.pause_at is not None:
             out[Capability.FAULT_POINTS] = "[loader] kill_after_commit/pause_at (a fault point)"
+        elif self.disable:
+            out[Capability.FAULT_POINTS] = f"[loader] disable = {list(self.disable)} (a test hook)"
         if self.via:
             out[Capability.ROUTES] = f"[loader] via = {list(self.via)} (fault proxies)"
         if self.restart_on_exit:
@@ -282,7 +300,8 @@ class LoaderControl:
         Args:
             loader_id: Its id.
             state_dir: Its folder.
-            hooks: Give it the options' test hooks (a successor gets none).
+            hooks: Give it the options' test hooks (a successor gets only ``disable``: the
+                parts of the protocol every loader of the run runs without).
         """
         o = self.options
         own = Capability.SETTINGS in self.kind.capabilities
@@ -294,7 +313,7 @@ class LoaderControl:
             state_dir=state_dir,
             endpoints=dict(self.routes),
             settings=o.loader_settings(tuning=own) if own else {},
-            hooks=o.hooks() if hooks else TestHooks(),
+            hooks=o.hooks() if hooks else TestHooks(disable=o.disable),
             restart_on_exit=o.restart_on_exit,
         )
 
@@ -335,8 +354,8 @@ class LoaderControl:
     # -- the current loader ------------------------------------------------------
 
     def arm(self, hooks: Mapping[str, str], expect_codes: tuple[int, ...] = ()) -> None:
-        """Fault hooks (``loader.faultpoints`` variables) for the next start only, and the exit
-        codes they make expected (``-9`` for a self-kill)."""
+        """Fault hooks (``loader.testing.faultpoints`` variables) for the next start only, and
+        the exit codes they make expected (``-9`` for a self-kill)."""
         self._armed = dict(hooks)
         self._expect = expect_codes
 

@@ -15,7 +15,7 @@ from typing import Any
 from harness.scenarios.client import RecordingClient
 from harness.stack.keys import TRINO_CATALOG as LAKE
 from harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
-from loader.deadletter import DEAD_LETTER_MAX_BYTES
+from loader.io.deadletter import DEAD_LETTER_MAX_BYTES
 
 __all__ = ["Names", "World"]
 

@@ -19,7 +19,7 @@ from typing import Any
 from harness import verify
 from harness.workshop import DEAD_LETTER_TOPIC, LOADER, SUCCESSOR, TABLE, TOPIC
 from loader import keys
-from loader.deadletter import DEAD_LETTER_MAX_BYTES
+from loader.io.deadletter import DEAD_LETTER_MAX_BYTES
 from publisher import topics
 from publisher.producer import DEFAULT_LEDGER_DIR
 
@@ -92,7 +92,7 @@ class Workbench:
         return verify.compare_rows(found, expected)
 
     def lease(self) -> Any:
-        from loader.offsets import lease_from_properties
+        from loader.commit.lease import lease_from_properties
 
         name = TABLE.split(".", 1)[1]
         table = self.stack.pyiceberg_catalog().load_table(name)
@@ -328,7 +328,7 @@ def check_maintenance(bench: Workbench) -> list[Finding]:
 def check_scale(bench: Workbench) -> list[Finding]:
     """Module 7: the topic grown to 6 partitions, their rows loaded, the loader caught up."""
     from harness.loaders.config import stack_loader_config
-    from loader.status import read_status
+    from loader.run.status import read_status
 
     partitions = topics.partition_count(bench.stack.bootstrap_servers, TOPIC) or 0
     ledgers = bench.ledgers()

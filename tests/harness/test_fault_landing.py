@@ -14,11 +14,11 @@ from typing import Any
 from harness.history import History, select
 from harness.loaders import process as loader_process
 from harness.loaders.process import LoaderProcess, _Start, armed_fault
-from loader.faultpoints import KILL_AT_ENV, PAUSE_AT_ENV, TRACE_ENV
+from loader.testing.faultpoints import KILL_AT_ENV, PAUSE_AT_ENV, TRACE_ENV
 
 # A stand-in for a loader's first batch: it passes the points named in argv, then exits 0.
 BATCH = (
-    "import sys; from loader.faultpoints import FaultPoints; f = FaultPoints.from_env(); "
+    "import sys; from loader.testing.faultpoints import FaultPoints; f = FaultPoints.from_env(); "
     "[f.reached(p, 0) for p in sys.argv[1:]]"
 )
 
@@ -149,8 +149,6 @@ def test_an_exit_the_watcher_did_not_see_is_recorded_by_the_next_start(
         to_toml=lambda: "not = [valid\n",  # the loader refuses it and exits at once
         loader_id="l",
         trigger_interval=1.0,
-        exactly_once=True,
-        fencing=True,
         dead_letter_topic=None,
     )
     monkeypatch.setattr(loader_process, "placed", lambda config, checkpoint: config)
@@ -169,3 +167,38 @@ def test_an_exit_the_watcher_did_not_see_is_recorded_by_the_next_start(
     assert missed.data["pid"] == first and missed.data["start"] == 1
     loader.close()  # the second start's exit: recorded when it is settled, never twice
     assert len(select(loader.history, "loader", "fault_not_landed")) == 1
+
+
+def test_a_break_switches_parts_of_the_protocol_off_in_every_start(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A break's ``disable`` reaches each start of the loader as a test hook (not a setting),
+    unlike the fault points, which arm the first starts only; the loader reads it back as its
+    hooks' switches."""
+    from harness.loaders.base import TestHooks
+    from loader.run.job import hooks_from_env
+    from loader.testing.faultpoints import DISABLE_ENV
+
+    config = SimpleNamespace(
+        to_toml=lambda: "not = [valid\n", loader_id="l", trigger_interval=1.0,
+        dead_letter_topic=None,
+    )  # fmt: skip
+    monkeypatch.setattr(loader_process, "placed", lambda config, checkpoint: config)
+    monkeypatch.setattr(LoaderProcess, "_ensure_watcher", lambda self: None)
+    stack = SimpleNamespace(credentials=SimpleNamespace(secret_key=SimpleNamespace(reveal=str)))
+    hooks = TestHooks(pause_at="planned", disable=("exactly_once", "fencing"))
+    loader = LoaderProcess(config, stack, tmp_path, History(), hooks=hooks)  # type: ignore[arg-type]
+    seen = []
+    for _ in range(2):
+        loader.start(wait=False)
+        assert loader.process.wait_exit(60.0)
+        seen.append(dict(loader.hooks))
+    loader.close()
+    assert [h.get(DISABLE_ENV) for h in seen] == ["exactly_once,fencing"] * 2
+    assert [PAUSE_AT_ENV in h for h in seen] == [True, False]  # a fault point: the first only
+    switches = hooks_from_env(seen[1])
+    assert (switches.exactly_once, switches.fencing, switches.resolve_lost_commits) == (
+        False, False, True
+    )  # fmt: skip
+    starts = select(loader.history, "loader", "start", "invoke")
+    assert [e.data["disable"] for e in starts] == [["exactly_once", "fencing"]] * 2

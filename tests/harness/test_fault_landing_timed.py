@@ -13,13 +13,13 @@ from types import SimpleNamespace
 from harness.history import History, select
 from harness.loaders.process import LoaderProcess, _Start
 from harness.scenarios.faults.loader import _fired
-from loader.faultpoints import KILL_AT_ENV, PAUSE_DELAY_MS_ENV, TRACE_ENV
+from loader.testing.faultpoints import KILL_AT_ENV, PAUSE_DELAY_MS_ENV, TRACE_ENV
 
 # A stand-in for a loader's first batch: it passes the points named in argv, then waits to be
 # killed by the timer (exit 0 if it never is).
 BATCH = (
-    "import sys, time; from loader.faultpoints import FaultPoints; f = FaultPoints.from_env(); "
-    "[f.reached(p, 0) for p in sys.argv[1:]]; time.sleep(10)"
+    "import sys, time; from loader.testing.faultpoints import FaultPoints; "
+    "f = FaultPoints.from_env(); [f.reached(p, 0) for p in sys.argv[1:]]; time.sleep(10)"
 )
 
 

@@ -31,7 +31,7 @@ from harness.scenarios.params import ParamError, as_dict, parse_params
 from harness.scenarios.player import SchedulePlayer
 from harness.scenarios.reports.timeline import draw
 from harness.scenarios.schedule import Schedule, ScheduledFault
-from loader.faultpoints import KILL_AFTER_COMMIT_ENV
+from loader.testing.faultpoints import KILL_AFTER_COMMIT_ENV
 
 FAST = settings(
     max_examples=15,

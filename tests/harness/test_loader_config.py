@@ -251,7 +251,7 @@ def test_a_scenario_loader_is_the_loaders_own_config_with_its_defaults(
         return placed(kind.config(target, stack), tmp_path / "checkpoint")
 
     plain = config(LoaderOptions())
-    for key in ("trigger_interval", "lease_ttl", "exactly_once", "fencing", "max_record_bytes"):
+    for key in ("trigger_interval", "lease_ttl", "case_insensitive", "max_record_bytes"):
         assert getattr(plain, key) == default(LoaderConfig, key), key
     assert plain.kafka.max_offsets_per_trigger is None  # the harness's own: no cap
     assert plain.dead_letter_topic == "t.dlq" and plain.checkpoint_location.endswith("checkpoint")
@@ -260,7 +260,7 @@ def test_a_scenario_loader_is_the_loaders_own_config_with_its_defaults(
         """
         trigger_interval = 2.0
         lease_ttl = "8s"
-        exactly_once = false
+        case_insensitive = false
         kafka.max_offsets_per_trigger = 300
         "catalog.read_timeout" = "4s"
         transform = { unnest = "/data" }
@@ -270,11 +270,11 @@ def test_a_scenario_loader_is_the_loaders_own_config_with_its_defaults(
     options = LoaderOptions.read(table, "t: [loader]")
     assert options.kill_after_commit == 1 and "kill_after_commit" not in options.settings
     tuned = config(options)
-    assert (tuned.trigger_interval, tuned.lease_ttl, tuned.exactly_once) == (2.0, 8.0, False)
+    assert (tuned.trigger_interval, tuned.lease_ttl, tuned.case_insensitive) == (2.0, 8.0, False)
     assert tuned.kafka.max_offsets_per_trigger == 300 and tuned.catalog.read_timeout == 4.0
     assert tuned.transform.unnest == "/data"
     assert options.loader_settings(tuning=False).keys() == {
-        "lease_ttl", "exactly_once", "catalog.read_timeout", "transform.unnest"
+        "lease_ttl", "case_insensitive", "catalog.read_timeout", "transform.unnest"
     }  # fmt: skip
     for cfg in (plain, tuned):
         path = tmp_path / "loader.toml"
@@ -301,8 +301,8 @@ def test_a_scenario_loader_is_the_loaders_own_config_with_its_defaults(
     flags=st.fixed_dictionaries(
         {},
         optional={
-            "exactly_once": st.booleans(),
-            "fencing": st.booleans(),
+            "case_insensitive": st.booleans(),
+            "jvm_decode": st.booleans(),
             "max_record_bytes": st.integers(1, 2**40),
             "catalog.read_timeout": st.sampled_from(["4s", 8.5, "1m"]),
             "spark.jit": st.sampled_from(["quick", "tiered"]),

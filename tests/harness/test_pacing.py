@@ -17,7 +17,7 @@ from harness.scenarios.pacing import LoaderPacer, Pace, committed_batches
 from harness.scenarios.params import parse_params
 from harness.scenarios.player import SchedulePlayer
 from harness.scenarios.schedule import Schedule, ScheduledFault
-from loader.faultpoints import PAUSE_AFTER_COMMITS_ENV, PAUSE_AT_ENV, POINTS
+from loader.testing.faultpoints import PAUSE_AFTER_COMMITS_ENV, PAUSE_AT_ENV, POINTS
 
 # Lines as the loader writes them (loader/job.py, loader/sink.py).
 STARTED = "2026-11-22 20:35:39,462 INFO icefloe.loader: starting lake.s.t at earliest\n"
@@ -272,7 +272,7 @@ class HookedRun(FakeRun):
 
 def test_the_catch_up_runs_a_loader_without_the_hook_armed_for_a_fault_cut_off() -> None:
     from harness.scenarios.generative.soak import clear_loader_hooks
-    from loader.faultpoints import KILL_AFTER_COMMIT_ENV
+    from loader.testing.faultpoints import KILL_AFTER_COMMIT_ENV
 
     run = HookedRun({KILL_AFTER_COMMIT_ENV: "1"})
     run.loaders.armed = {PAUSE_AT_ENV: "write"}  # armed for a start that will not come

@@ -19,8 +19,8 @@ from harness.scenarios.model import PROFILES, ScenarioError, discover, find, loa
 from harness.scenarios.reports import report
 from harness.scenarios.runner import RunResult, settle_at_the_end
 from loader.config import load_config
-from loader.faultpoints import KILL_AFTER_COMMIT_ENV
 from loader.secret import Secret
+from loader.testing.faultpoints import KILL_AFTER_COMMIT_ENV
 
 MINIMAL = {"steps": [{"do": "start_loader"}], "checks": [{"check": "exactly_once"}]}
 
@@ -95,13 +95,19 @@ def test_profiles_substitute_variables() -> None:
                 **MINIMAL,
                 "breaks": {
                     "b": {
-                        "loader": {"exactly_once": "maybe"},
+                        "loader": {"case_insensitive": "maybe"},
                         "expect": {"check": "x", "anomaly": "y"},
                     }
                 },
             },
-            r"exactly_once \(from : break b\) must be true or false",
+            r"case_insensitive \(from : break b\) must be true or false",
         ),
+        # The protocol's switches are the test kit's hooks, not settings.
+        (
+            {**MINIMAL, "loader": {"fencing": False}},
+            r"'fencing' is an old name: write disable = \[\"fencing\"\]",
+        ),
+        ({**MINIMAL, "loader": {"disable": ["guard"]}}, r"disable: unknown \['guard'\]"),
     ],
 )
 def test_invalid_documents_are_refused(doc: dict, message: str) -> None:

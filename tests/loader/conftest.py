@@ -72,7 +72,7 @@ def spark(
     stack: Any, s3_secret_file: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Any]:
     """One Spark session with the `lake` catalog, shared by in-process loader tests."""
-    from loader.spark import session
+    from loader.run.spark import session
 
     checkpoint = tmp_path_factory.mktemp("spark") / "checkpoint"
     spark = session(

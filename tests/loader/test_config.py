@@ -10,6 +10,7 @@ import pytest
 
 from loader.cli import build_parser
 from loader.config import (
+    REMOVED,
     CatalogConfig,
     KafkaConfig,
     LoaderConfig,
@@ -19,8 +20,8 @@ from loader.config import (
     load_config,
 )
 from loader.errors import ConfigError
+from loader.ext.transforms import CaseFormat, Projection
 from loader.settings import keys
-from loader.transforms import CaseFormat, Projection
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "loader" / "example.toml"
 PASSWORD = 'pa$$w0rd-"quoted"'
@@ -298,17 +299,15 @@ def test_config_is_frozen(tmp_path: Path) -> None:
         cfg.loader_id = "other"  # type: ignore[misc]
 
 
-def test_exactly_once_and_spark_settings(tmp_path: Path) -> None:
+def test_spark_settings(tmp_path: Path) -> None:
     cfg = load(tmp_path)
-    assert cfg.exactly_once is True
     assert (cfg.spark.master, cfg.spark.driver_memory, cfg.spark.shuffle_partitions) == (
         "local[2]",
         "1g",
         2,
     )
-    text = MINIMAL.replace("[kafka]", 'exactly_once = false\n[spark]\nmaster = "local[1]"\n[kafka]')
+    text = MINIMAL.replace("[kafka]", '[spark]\nmaster = "local[1]"\n[kafka]')
     cfg = load(tmp_path, text, env={"ICEFLOE_LOADER_SPARK_JARS": "/a.jar,/b.jar"})
-    assert cfg.exactly_once is False
     assert cfg.spark.master == "local[1]"
     assert cfg.spark.jars == ("/a.jar", "/b.jar")
     with pytest.raises(ConfigError, match=r"spark\.log_level"):
@@ -318,7 +317,7 @@ def test_exactly_once_and_spark_settings(tmp_path: Path) -> None:
 
 
 def test_the_jvm_logs_at_the_configured_level_from_its_first_line(tmp_path: Path) -> None:
-    from loader import spark
+    from loader.run import spark
 
     cfg = load(tmp_path, MINIMAL + '[spark]\nlog_level = "warn"\n')
     options = spark._builder_options(cfg)["spark.driver.extraJavaOptions"].split()
@@ -333,7 +332,7 @@ def test_in_local_mode_the_jars_go_on_the_class_path_not_through_spark_jars(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``spark.jars`` in local mode copies every jar into a temp folder a killed loader leaves."""
-    from loader import spark
+    from loader.run import spark
 
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     jars = {"ICEFLOE_LOADER_SPARK_JARS": "/a.jar,/b.jar"}
@@ -349,7 +348,7 @@ def test_in_local_mode_the_jars_go_on_the_class_path_not_through_spark_jars(
 def test_spark_local_dir_is_set_only_when_configured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from loader import spark
+    from loader.run import spark
 
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     plain = spark._builder_options(load(tmp_path))
@@ -368,7 +367,7 @@ def test_spark_local_dir_is_set_only_when_configured(
 def test_the_class_data_options_follow_the_log_options(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from loader import spark
+    from loader.run import spark
 
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     options = spark._builder_options(load(tmp_path), "-XX:SharedArchiveFile=/c/l.jsa")
@@ -380,7 +379,7 @@ def test_the_class_data_options_follow_the_log_options(
 def test_the_driver_jvm_runs_the_configured_collector(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from loader import spark
+    from loader.run import spark
 
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
 
@@ -419,7 +418,8 @@ def test_a_backlog_is_sliced_unless_turned_off(tmp_path: Path) -> None:
 
 # --- one model: names derived from fields, help for every flag, TOML written back ---------
 
-# Every key the loader has ever read; users' files and environments keep working.
+# Every key the loader has ever read, but the removed ones (REMOVED); users' files and
+# environments keep working.
 KNOWN_KEYS = [
     "loader_id",
     "table",
@@ -428,14 +428,11 @@ KNOWN_KEYS = [
     "metrics_port",
     "lease_ttl",
     "checkpoint_location",
-    "exactly_once",
-    "fencing",
     "case_insensitive",
     "max_record_bytes",
     "max_depth",
     "jvm_decode",
     "progress_timeout",
-    "resolve_lost_commits",
     "kafka.bootstrap",
     "kafka.topics",
     "kafka.pattern",
@@ -487,6 +484,18 @@ def test_every_known_key_is_a_setting_with_derived_names() -> None:
         assert k.flag == "--" + key.replace(".", "-").replace("_", "-")
     secrets = {k.key for k in found.values() if not k.on_command_line}
     assert secrets == {"kafka.password", "kafka.ssl_key_password", "catalog.s3_secret_key"}
+
+
+@pytest.mark.parametrize("key", ["exactly_once", "fencing", "resolve_lost_commits"])
+def test_the_protocols_switches_are_no_settings_and_say_so(tmp_path: Path, key: str) -> None:
+    """They were settings once; a file or variable naming one is refused with the reason
+    (they are the test kit's hooks now, loader/testing/faultpoints.py)."""
+    assert key in REMOVED and key not in {k.key for k in keys(LoaderConfig)}
+    with pytest.raises(ConfigError, match=f"'{key}' in file .* no longer a setting.*DISABLE"):
+        load(tmp_path, f"{key} = true\n" + MINIMAL)
+    env = {"ICEFLOE_LOADER_" + key.upper(): "false"}
+    with pytest.raises(ConfigError, match=f"'{key}' in env .* no longer a setting"):
+        load(tmp_path, env=env)
 
 
 def test_every_flag_says_what_it_does() -> None:
@@ -545,7 +554,7 @@ def test_programs_build_the_model_directly() -> None:
 def test_without_jars_and_outside_spark_submit_the_session_says_what_to_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from loader.spark import session
+    from loader.run.spark import session
 
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     with pytest.raises(ConfigError, match=r"\[spark\] jars.*ICEFLOE_LOADER_SPARK_JARS"):

@@ -35,8 +35,8 @@ from loader.config import (
     load_config,
 )
 from loader.errors import ConfigError
+from loader.ext.transforms import CaseFormat, JsonPointer, Projection
 from loader.secret import Secret
-from loader.transforms import CaseFormat, Projection
 
 # -- values ------------------------------------------------------------------------------
 
@@ -265,9 +265,14 @@ def test_every_setting_has_a_strategy() -> None:
 # -- None where the default is not: "no limit" ----------------------------------------------
 
 
+# The [transform] section names the transforms' own types for type checkers only: loader/config.py
+# imports the extension (loader/ext/transforms.py) only when a transform is set.
+_EXTENSION_TYPES = {"CaseFormat": CaseFormat, "JsonPointer": JsonPointer, "Projection": Projection}
+
+
 def _may_be_none(cls: type, prefix: str = "") -> list[tuple[str, dataclasses.Field[Any]]]:
     found = []
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, localns=_EXTENSION_TYPES)
     for f in dataclasses.fields(cls):
         if f.metadata.get("icefloe.section") is not None:
             found += _may_be_none(f.metadata["icefloe.section"], f"{prefix}{f.name}.")

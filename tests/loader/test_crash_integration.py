@@ -17,8 +17,8 @@ import pytest
 
 from harness.stack.tables import EVENT_ID_COLUMN
 from loader import keys
-from loader.faultpoints import KILL_AFTER_COMMIT_ENV
-from loader.offsets import decode_offsets
+from loader.commit.offsets import decode_offsets
+from loader.testing.faultpoints import DISABLE_ENV, KILL_AFTER_COMMIT_ENV
 from tests.loader.conftest import reference_values, wait_until
 from tests.loader.processes import LoaderProcess, counts, load_all_then_stop, loader_snapshots
 
@@ -105,14 +105,13 @@ def test_with_the_guard_disabled_the_same_crash_duplicates_rows(
 ) -> None:
     table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory()
     produce(topic, [v for _, v in reference_values(600, seed=8)])
-    path, _ = loader_config(
-        table, [topic], exactly_once=False, kafka={"max_offsets_per_trigger": 200}
-    )
+    path, _ = loader_config(table, [topic], kafka={"max_offsets_per_trigger": 200})
     log = tmp_path / "loader.log"
-    first = LoaderProcess(path, log, {KILL_AFTER_COMMIT_ENV: "1"})
+    no_guard = {DISABLE_ENV: "exactly_once"}  # the test kit's hook: the guard switched off
+    first = LoaderProcess(path, log, {**no_guard, KILL_AFTER_COMMIT_ENV: "1"})
     assert first.wait(180) == -signal.SIGKILL, first.tail()
 
-    second = LoaderProcess(path, log)
+    second = LoaderProcess(path, log, no_guard)
     try:
         wait_until(lambda: counts(stack, table)[1] >= 600, 300, "all 600 distinct rows")
         time.sleep(2)

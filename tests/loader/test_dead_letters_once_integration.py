@@ -18,7 +18,7 @@ import pytest
 
 from harness.stack.tables import EVENT_ID_COLUMN
 from loader import keys
-from loader.faultpoints import KILL_AT_ENV, TRACE_ENV, read_trace
+from loader.testing.faultpoints import KILL_AT_ENV, TRACE_ENV, read_trace
 from tests.loader.conftest import reference_values
 from tests.loader.processes import LoaderProcess, counts, load_all_then_stop
 from tests.loader.test_loader_integration import MALFORMED, consume

@@ -6,8 +6,8 @@ one commit of its own. Once A's lease has run out, loader B (another loader id, 
 checkpoint) takes the table over and loads the topic. Then A is thawed. Whatever A was doing
 (planning, writing data files, about to publish), it must step down: exit with
 ``EXIT_NOT_OWNER`` and a ``Fenced`` error, publish nothing, and leave B loading, with every
-row exactly once in Trino. With ``fencing = false`` the same freeze duplicates rows, which
-shows the test can fail.
+row exactly once in Trino. With fencing switched off (``ICEFLOE_TEST_DISABLE=fencing``) the
+same freeze duplicates rows, which shows the test can fail.
 """
 
 from __future__ import annotations
@@ -21,9 +21,14 @@ import pytest
 
 from harness.stack.tables import EVENT_ID_COLUMN
 from loader import keys
+from loader.commit.table import CLOCK_SKEW_MS, now_ms
 from loader.errors import EXIT_NOT_OWNER
-from loader.faultpoints import PAUSE_AFTER_COMMITS_ENV, PAUSE_AT_ENV, PAUSE_DELAY_MS_ENV
-from loader.table import CLOCK_SKEW_MS, now_ms
+from loader.testing.faultpoints import (
+    DISABLE_ENV,
+    PAUSE_AFTER_COMMITS_ENV,
+    PAUSE_AT_ENV,
+    PAUSE_DELAY_MS_ENV,
+)
 from tests.loader.conftest import reference_values, wait_until
 from tests.loader.processes import LoaderProcess, counts, kill_if_running
 
@@ -75,13 +80,14 @@ def _freeze_a_then_take_over(
         [topic],
         loader_id="loader-a",
         lease_ttl=LEASE,
-        fencing=fencing,
         kafka={"max_offsets_per_trigger": PER_TRIGGER},
     )
     b_path, _ = loader_config(
         table, [topic], loader_id="loader-b", kafka={"max_offsets_per_trigger": PER_TRIGGER}
     )
     hooks = {PAUSE_AT_ENV: point, PAUSE_AFTER_COMMITS_ENV: "1", PAUSE_DELAY_MS_ENV: "100"}
+    if not fencing:
+        hooks[DISABLE_ENV] = "fencing"
     a = LoaderProcess(a_path, tmp_path / "a.log", hooks)
     try:
         wait_until(lambda: a.frozen() or a.proc.poll() is not None, 180, f"A to freeze ({point})")

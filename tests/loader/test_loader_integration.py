@@ -14,8 +14,8 @@ from harness.stack.tables import EVENT_ID_COLUMN
 from loader import keys
 from loader.config import LoaderConfig
 from loader.errors import ConcurrentLoader, PoisonMessage
-from loader.job import LoaderJob
-from loader.status import read_status
+from loader.run.job import LoaderJob
+from loader.run.status import read_status
 from tests.loader.conftest import reference_values, wait_until
 from tests.loader.processes import loader_snapshots
 

@@ -37,10 +37,10 @@ import pyarrow as pa
 from pyiceberg import types as it
 from pyiceberg.schema import Schema
 
-from loader.batch import REJECT_COLUMN, decode_arrow, merge_side
+from loader.decode.batch import REJECT_COLUMN, decode_arrow, merge_side
 from loader.cli import main
 from loader.config import load_config
-from loader.record import RecordDecoder
+from loader.decode.record import RecordDecoder
 
 config = load_config(sys.argv[1])
 schema = Schema(it.NestedField(1, "id", it.LongType(), required=False))

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from loader.parse import parse_row
+from loader.decode.parse import parse_row
 from publisher.drift import DriftConfig, ExtraFieldSpec, camel_case
 from publisher.messages import GenerationConfig, generate
 from publisher.rows import REFERENCE_COLUMNS, reference_schema

@@ -8,8 +8,8 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import BooleanType, NestedField, StringType
 
+from loader.decode.parse import DEFAULT_MAX_BYTES, parse_row
 from loader.errors import MalformedRecord
-from loader.parse import DEFAULT_MAX_BYTES, parse_row
 from publisher.clock import ClockConfig, EventClock
 from publisher.malformations import (
     MALFORMATIONS,

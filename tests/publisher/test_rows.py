@@ -7,7 +7,7 @@ import json
 import random
 import re
 
-from loader.parse import parse_row
+from loader.decode.parse import parse_row
 from publisher.clock import ClockConfig, EventClock
 from publisher.rows import REFERENCE_COLUMNS, ReferencePools, ReferenceRows, reference_schema
 

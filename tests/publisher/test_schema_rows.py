@@ -22,7 +22,7 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from loader.parse import parse_row
+from loader.decode.parse import parse_row
 from publisher.clock import ClockConfig, EventClock
 from publisher.schema_rows import SchemaRows, SchemaRowsConfig, UnsupportedTypeError, decimal_text
 from tests.publisher.schemas import all_types_schema

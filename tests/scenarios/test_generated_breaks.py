@@ -1,8 +1,8 @@
 """Generated schedules find a broken loader, shrink it to a few faults, and the file they write
 fails again.
 
-For each break (the loader's offset guard off: ``exactly_once = false``; its commit fence
-off: ``fencing = false``) Hypothesis draws small schedules (profile ``break``) until one
+For each break (the loader's offset guard off: ``disable = ["exactly_once"]``; its commit
+fence off: ``disable = ["fencing"]``) Hypothesis draws small schedules (profile ``break``) until one
 fails, shrinks it, and the smallest failing schedule is written as a scenario file. That
 file, run as any scenario, must fail again. Each run takes about a minute; a search and its
 shrinking (the profile's 15-minute budget) about 20 minutes per break: marked ``slow``.
@@ -23,7 +23,7 @@ from harness.scenarios.runner import RunOptions, run_scenario
 
 pytestmark = [pytest.mark.scenario, pytest.mark.slow]
 
-BREAKS = {"no_guard": {"exactly_once": False}, "no_fencing": {"fencing": False}}
+BREAKS = {"no_guard": {"disable": ["exactly_once"]}, "no_fencing": {"disable": ["fencing"]}}
 
 
 @pytest.mark.parametrize("name", sorted(BREAKS))

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history import History, select
-from loader.faultpoints import POINTS, where_landed
+from loader.testing.faultpoints import POINTS, where_landed
 
 __all__ = ["BANDS", "FaultCounts", "band", "fault_counts"]
 

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from harness.scenarios.faults import FaultSkipped, fault_kind
 from harness.scenarios.faults.timing import landed, wait_for_commit
 from harness.waiting import poll
-from loader.faultpoints import (
+from loader.testing.faultpoints import (
     KILL_AFTER_COMMIT_ENV,
     KILL_AT_ENV,
     PAUSE_AFTER_COMMITS_ENV,

@@ -634,7 +634,8 @@ class WorldOptions:
     """Settings of a generated world beyond the defaults.
 
     Attributes:
-        loader: Loader overrides (a break: ``exactly_once = false``, ``fencing = false``).
+        loader: ``[loader]`` overrides (a break: ``disable = ["exactly_once"]``, ``disable =
+            ["fencing"]``).
         trickle_rate: Messages per second in the background.
     """
 
