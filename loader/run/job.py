@@ -53,7 +53,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from loader.commit.hooks import Hooks
@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from pyiceberg.schema import Schema
     from pyspark.sql import DataFrame, SparkSession
 
+    from loader.commit.offsets import Offsets
     from loader.config import DecodeOptions
     from loader.ext.classdata import ClassData
     from loader.ext.fastpath.onepass import FastPath
@@ -218,18 +219,23 @@ class LoaderJob:
         self._fenced: Fenced | None = None
         self._jvm_gone = False
         self._stop_began: float | None = None
-        # Under spark-submit or with a session given, the JVM is not this process's to shape.
-        own_jvm = spark is None and not under_spark_submit()
-        self._class_data: ClassData | None = None
-        if own_jvm and config.spark.class_data:
-            from loader.ext.classdata import ClassData
-
-            self._class_data = ClassData.plan(config.spark.class_data)
+        # The extensions the configuration asks for, each imported only then.
         self._fast: FastPath | None = None
         if config.jvm_decode:
             from loader.ext.fastpath.onepass import FastPath
 
             self._fast = FastPath()
+        self._first_slice: Callable[..., Offsets | None] | None = None
+        if config.kafka.first_slice_records:
+            from loader.ext.firstslice import commit_first_slice
+
+            self._first_slice = commit_first_slice
+        self._class_data: ClassData | None = None
+        # Under spark-submit or with a session given, the JVM is not this process's to shape.
+        if spark is None and not under_spark_submit() and config.spark.class_data:
+            from loader.ext.classdata import ClassData
+
+            self._class_data = ClassData.plan(config.spark.class_data)
 
     @property
     def spark(self) -> SparkSession:
@@ -322,10 +328,8 @@ class LoaderJob:
         if exactly_once and not committed.history_truncated:
             self._delete_checkpoint()
             offsets = committed.offsets if committed.found else None
-            if cfg.kafka.first_slice_records:
-                from loader.ext.firstslice import commit_first_slice
-
-                offsets = commit_first_slice(
+            if self._first_slice is not None:
+                offsets = self._first_slice(
                     self.spark,
                     cfg,
                     self._batch,
