@@ -13,7 +13,7 @@ times fall within ``--window-days 1`` before now (a micro-batch touches one or
 two ``day(timestamp)`` partitions of the reference table).  A wide window makes
 every batch write one small file per day it touches.
 
-1. Decoding alone: ``loader.batch.decode_arrow`` (what executors run) on
+1. Decoding alone: ``loader.decode.batch.decode_arrow`` (what executors run) on
    reference rows, one core.
 2. Sustained load: ``--rows`` reference rows pre-published to a 2-partition
    topic, loaded with a 1 s trigger and ``--per-trigger`` records per batch;

@@ -126,7 +126,7 @@ DEFAULT_PROGRESS_TIMEOUT_S = 300.0
 network fault of minutes, short enough that a supervisor hears of an outage."""
 
 DEFAULT_FIRST_SLICE_RECORDS = 5_000
-"""Records in the first commit of a backlog waiting at start (``loader.firstslice``): the first
+"""Records in the first commit of a backlog waiting at start (``loader.ext.firstslice``): the first
 rows of 1,000,000 were visible 3-4 s sooner (5.2-6.9 s from the process start), and the whole
 backlog about 1 s later over one day, 4 s over 30; 20,000 was as soon and later done
 (``docs/benchmarks.md``)."""

@@ -140,11 +140,11 @@ PYICEBERG_S3_REQUEST_TIMEOUT = "s3.request-timeout"
 
 TABLE_MAX_TIMESTAMP_MS = "icefloe.loader.max-kafka-timestamp-ms"
 """Table property: ``MAX_TIMESTAMP_MS`` as of the last published batch, set by the commit that
-publishes it. A batch written in one pass (``loader.frames.SinglePass``) learns its newest
+publishes it. A batch written in one pass (``loader.ext.fastpath.onepass``) learns its newest
 timestamp only once its snapshot is staged, too late for the snapshot's summary."""
 
 TABLE_DEAD_LETTER_OFFSETS = "icefloe.loader.dead-letter-offsets"
 """Table property, JSON ``{"dlq-topic": {"0": 17}}``: for each partition of the dead-letter
 topic, the offset after the newest letter the loader had sent when it last published. A new
 process reads the topic from there to learn which letters were sent for records that no commit
-covers yet (``loader.deadletter``), so it does not send them again."""
+covers yet (``loader.io.deadletter``), so it does not send them again."""

@@ -1,13 +1,14 @@
 """The engine's own cost: Spark reads the topic, the loader's JVM decoder decodes, Iceberg appends.
 
 A bound on the loader measured on the same backlog: everything the loader's engine must do,
-and none of the loader's guarantees. It starts Spark as the loader does (`loader.spark.session`
-with the loader's configuration for the stack: its jars, Java, JIT and class-data archive),
-reads the topic with the loader's Kafka source options (``KafkaConfig.spark_options``: the same
-``maxOffsetsPerTrigger``) as a stream triggered ``availableNow``, decodes every record with the
-loader's JVM decoder (`loader.plain.plain_column`) and appends the rows to the table with
-Iceberg's writer as the loader hands them over (`loader.sink.APPEND_OPTIONS`: no shuffle,
-each task's rows sorted by partition). There is no validation split and no dead letter (a
+and none of the loader's guarantees. It starts Spark as the loader does
+(`loader.run.spark.session` with the loader's configuration for the stack: its jars, Java, JIT
+and class-data archive), reads the topic with the loader's Kafka source options
+(``KafkaConfig.spark_options``: the same ``maxOffsetsPerTrigger``) as a stream triggered
+``availableNow``, decodes every record with the loader's JVM decoder
+(`loader.ext.fastpath.plain.plain_column`) and appends the rows to the table with Iceberg's
+writer as the loader hands them over (`loader.commit.sink.APPEND_OPTIONS`: no shuffle, each
+task's rows sorted by partition). There is no validation split and no dead letter (a
 record the decoder declines would be appended as a row of nulls; the bench's backlogs have
 none), no lease or fencing, no offsets in the snapshot summary, no first slice, no metrics:
 what the loader takes longer than this is what its guarantees cost.

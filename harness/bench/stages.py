@@ -2,11 +2,12 @@
 
 - raw consume, a bound: confluent-kafka reads the topic from its first offset with no parsing.
   No loader reads the topic faster than one consumer does with nothing else to do.
-- parse to Parquet, a baseline: the loader's strict Python decoder (`loader.batch.decode_arrow`,
-  one `loader.record.RecordDecoder`) turns the messages into Arrow rows of the table's schema,
-  and pyarrow writes them to one local Parquet file: no Kafka, no catalog, one core. The loader
-  decodes most records in the JVM and on both cores, so it runs faster than this: a baseline
-  (what a single-core Python loader could reach at best), not a bound.
+- parse to Parquet, a baseline: the loader's strict Python decoder
+  (`loader.decode.batch.decode_arrow`, one `loader.decode.record.RecordDecoder`) turns the messages
+  into Arrow rows of the table's schema, and pyarrow writes them to one local Parquet file: no
+  Kafka, no catalog, one core. The loader decodes most records in the JVM and on both cores, so it
+  runs faster than this: a baseline (what a single-core Python loader could reach at best), not a
+  bound.
 
 The other bound, the engine's own cost, is `harness.bench.engine`.
 """
@@ -121,6 +122,6 @@ def parse_to_parquet(values: Sequence[bytes], folder: Path | None = None) -> Thr
         BASELINE,
         rows,
         seconds,
-        detail="loader.batch.decode_arrow + pyarrow.parquet, no Kafka, no catalog",
+        detail="loader.decode.batch.decode_arrow + pyarrow.parquet, no Kafka, no catalog",
         files=1,
     )

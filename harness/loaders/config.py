@@ -32,7 +32,7 @@ def provisioned_spark(cache: Path, spark: SparkConfig | None = None) -> SparkCon
     none.
 
     The jars are the Spark extras (Iceberg runtime, AWS bundle, Kafka source) and the loader's
-    own jar (its JVM decoder). The class-data archive (``loader.classdata``) is the cache's one
+    own jar (its JVM decoder). The class-data archive (``loader.ext.classdata``) is the cache's one
     for this Java and these jars.
 
     Args:

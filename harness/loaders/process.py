@@ -65,7 +65,7 @@ HOOK_ENVS = (
 SECRET_ENV = env_var("catalog.s3_secret_key")
 # How often ``retire`` asks whether the thawed loader holds the table again (a catalog read).
 RETIRE_LEASE_POLL_S = 2.0
-# The loader logs this when its streaming query has started (loader/job.py).
+# The loader logs this when its streaming query has started (loader/run/job.py).
 _STARTED_MARK = "icefloe.loader: starting "
 
 

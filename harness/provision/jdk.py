@@ -107,7 +107,7 @@ def make_base_class_data(home: Path) -> None:
     """Give a JDK without one its base class-data archive (``lib/server/classes.jsa``).
 
     PyPI's JDKs come without it, and a JVM with no base archive neither maps the JDK's own
-    classes from one nor makes the loader's class-data archive (``loader.classdata``).
+    classes from one nor makes the loader's class-data archive (``loader.ext.classdata``).
     ``java -Xshare:dump`` makes it from the JDK's class list in a few seconds; failing that,
     the JVMs only start slower.
     """

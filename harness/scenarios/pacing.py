@@ -8,7 +8,7 @@ current loader (the one restarted after a kill, or the successor a zombie fault 
 logged a commit since the previous loader fault was injected, and then lets it come promptly:
 after a random delay of up to ``delay_s`` (so a kill ``at = now`` lands anywhere in the next
 batch, not always between two). The loader logs ``batch N: committed ...`` only after the
-catalog accepted the batch's commit (``loader/sink.py``); the take-over snapshot a loader
+catalog accepted the batch's commit (``loader/commit/sink.py``); the take-over snapshot a loader
 commits when it starts is no batch and does not count.
 
 Only the soak paces its loader lane (the other lanes keep their clock); a scenario file's
@@ -26,7 +26,7 @@ from typing import Any
 
 __all__ = ["LoaderPacer", "Pace", "committed_batches"]
 
-# What the loader logs once a batch's commit is accepted (loader/sink.py).
+# What the loader logs once a batch's commit is accepted (loader/commit/sink.py).
 _COMMITTED = re.compile(r"icefloe\.loader: batch (\d+): committed (\d+) rows")
 
 

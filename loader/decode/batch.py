@@ -8,7 +8,7 @@ one Arrow record batch in, one Arrow record batch out, shaped by
 ``decoded_schema``: the table's columns plus ``REJECT_COLUMN``, a struct that is
 null for a valid row and, for a malformed record, carries the error and
 everything the dead-letter topic needs (the table's columns are then null), and
-``POSITION_COLUMN``.  Only the records the JVM path (``loader.plain``) declines
+``POSITION_COLUMN``.  Only the records the JVM path (``loader.ext.fastpath.plain``) declines
 come here, or every record when a schema or a transform keeps the JVM path off.
 ``merge_side`` turns the per-partition summary and the collected reject structs
 into what the driver plans a commit with.

@@ -3,7 +3,7 @@
 Each malformed record goes to the dead-letter topic with its original key,
 value, headers and timestamp, plus ``icefloe.*`` headers naming the source
 topic, partition and offset, the error kind, path, expected type and reason,
-and the loader id (``loader.record.route_malformed``).
+and the loader id (``loader.decode.record.route_malformed``).
 
 Ordering is the guarantee: the batch's dead letters are acknowledged by Kafka
 (``flush``) before the snapshot recording the batch's offsets is committed, so

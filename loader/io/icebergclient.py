@@ -6,7 +6,7 @@ is its REST catalog with every request bounded by the loader's ``[catalog] conne
 and ``read_timeout``; the S3 file system that reads table metadata gets the same bounds.
 
 Every use of a pyiceberg name that is not public API sits in this module, so an upgrade that
-moves one fails here, in ``tests/loader/test_icebergclient.py``, without a stack.
+moves one fails here, in ``tests/loader/io/test_icebergclient.py``, without a stack.
 """
 
 from __future__ import annotations

@@ -105,7 +105,7 @@ JVM_EXIT_WAIT_S = 5.0
 
 STALL_GRACE_S = 60.0
 """How far past ``progress_timeout`` a batch may run before the loader exits: the sink's own
-bound (``loader.retry.Patience``) ends a stalled batch first; this catches the unbounded rest."""
+bound (``loader.io.retry.Patience``) ends a stalled batch first; this catches the unbounded rest."""
 """How long a loader whose Spark call failed waits to learn whether Spark's JVM has exited."""
 
 

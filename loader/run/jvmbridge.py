@@ -4,7 +4,7 @@ pyspark offers no public way to reach the JVM behind a session, yet the loader n
 register its JVM decoder, read and delete its checkpoint through Hadoop's file systems, find
 Spark's log4j, and quiet pyspark's accumulator server while it stops. Every use of a pyspark
 name that is not public API sits in this module, so an upgrade that moves one fails here, in
-``tests/loader/test_jvmbridge.py``, without a stack.
+``tests/loader/run/test_jvmbridge.py``, without a stack.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Where a loader start's faults landed, recorded in the history when the start ends: a real
 child process (no loader, no stack) runs the loader's own fault points
-(``loader.faultpoints``), armed and traced as ``LoaderProcess.start`` arms them."""
+(``loader.testing.faultpoints``), armed and traced as ``LoaderProcess.start`` arms them."""
 
 from __future__ import annotations
 

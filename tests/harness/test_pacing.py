@@ -19,7 +19,7 @@ from harness.scenarios.player import SchedulePlayer
 from harness.scenarios.schedule import Schedule, ScheduledFault
 from loader.testing.faultpoints import PAUSE_AFTER_COMMITS_ENV, PAUSE_AT_ENV, POINTS
 
-# Lines as the loader writes them (loader/job.py, loader/sink.py).
+# Lines as the loader writes them (loader/run/job.py, loader/commit/sink.py).
 STARTED = "2026-11-22 20:35:39,462 INFO icefloe.loader: starting lake.s.t at earliest\n"
 TOOK_OVER = "2026-11-22 20:35:39,341 INFO icefloe.loader: took over lake.s.t as loader a (x)\n"
 NOTHING_NEW = (

@@ -33,7 +33,7 @@ class LoaderProcess:
     Args:
         config: the loader's TOML file.
         log: where its output goes (appended).
-        env: extra environment (fault hooks of ``loader.faultpoints``).
+        env: extra environment (fault hooks of ``loader.testing.faultpoints``).
     """
 
     def __init__(self, config: Path, log: Path, env: Mapping[str, str] | None = None) -> None:

@@ -86,7 +86,7 @@ type_specs = st.recursive(
 
 root_specs = _fields(type_specs, 1, 6)
 
-# What the JVM path (loader.plain) reads: every type but time, which Spark cannot load.
+# What the JVM path (loader.ext.fastpath.plain) reads: every type but time, which Spark cannot load.
 jvm_type_specs = st.recursive(
     st.one_of(st.sampled_from([k for k in SIMPLE if k != "time"]).map(lambda k: (k,)), sized_specs),
     lambda children: st.one_of(

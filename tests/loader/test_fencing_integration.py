@@ -1,8 +1,8 @@
 """A loader frozen past its lease while a successor takes over: the frozen one must never publish.
 
 Loader A freezes itself (its whole process group, as a GC pause, a frozen VM or a stalled
-container would) at a named moment of a batch, through the ``loader.faultpoints`` hook, after
-one commit of its own. Once A's lease has run out, loader B (another loader id, its own
+container would) at a named moment of a batch, through the ``loader.testing.faultpoints`` hook,
+after one commit of its own. Once A's lease has run out, loader B (another loader id, its own
 checkpoint) takes the table over and loads the topic. Then A is thawed. Whatever A was doing
 (planning, writing data files, about to publish), it must step down: exit with
 ``EXIT_NOT_OWNER`` and a ``Fenced`` error, publish nothing, and leave B loading, with every

@@ -39,7 +39,7 @@ BANDS = {
     "commit_sent": "during the commit request",
     "committed": "after a commit",
 }
-"""Where in a loader's life each fault point is (``loader.faultpoints.POINTS``)."""
+"""Where in a loader's life each fault point is (``loader.testing.faultpoints.POINTS``)."""
 
 _LOADER_KINDS = ("kill_loader", "zombie_loader")
 
@@ -51,7 +51,7 @@ def band(point: str) -> str:
         point: A fault point.
 
     Returns:
-        Its band, or ``unknown point`` for a name ``loader.faultpoints`` does not have.
+        Its band, or ``unknown point`` for a name ``loader.testing.faultpoints`` does not have.
     """
     return BANDS.get(point, "unknown point")
 

@@ -1,7 +1,7 @@
 """Loader faults: kill -9 and the zombie (frozen past its lease), from outside or at a point.
 
 Timed kills from outside (``now``, during start-up, when a commit starts) hit the dangerous
-windows only by luck. At a fault point (``loader.faultpoints.POINTS``: ``take_over``,
+windows only by luck. At a fault point (``loader.testing.faultpoints.POINTS``: ``take_over``,
 ``planned``, ``decoded``, ``dead_lettered``, ``write``, ``publish``, ``commit_sent``,
 ``committed``) the loader itself SIGKILLs or freezes its process group when its first batch
 reaches that point, so the fault lands there for sure and nothing waits for a commit

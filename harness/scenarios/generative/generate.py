@@ -156,16 +156,16 @@ class Profile:
 # A loader's first commit after a start comes 1-3 minutes later on a busy 2-core machine: the
 # kills that wait for a commit and the zombies frozen by a hook are the expensive ones.
 _CI_LOADER_KINDS = ("kill_now", "kill_now", "kill_now", "kill_now", "kill_commit", "zombie_now")
-# The soak's loader faults land at the loader's own fault points (``loader.faultpoints``): each
-# is armed on the start before it (the heal of the previous one), fires in the first batch of
-# that start, and waits for no commit. A round of the lane's deck holds one of each place the
-# soak's goal names and two kills inside a batch (40, 15, 15 and 15 an hour: inside a batch,
-# during the commit request, after a commit, zombies mid-batch); within a batch every point
-# alike. The sixth card is a kill at ``take_over`` (the take-over committed, the query not
-# started: the start-up kill) or a zombie frozen once its commit request is sent. A round costs
-# about 2.5 minutes on two cores (a kill at ``planned`` 8 s from its inject, at ``committed``
-# 33 s, a zombie 40 s with its successor's take-over). Where each fault landed is what the
-# loader's trace says, not what was asked.
+# The soak's loader faults land at the loader's own fault points (``loader.testing.faultpoints``):
+# each is armed on the start before it (the heal of the previous one), fires in the first batch of
+# that start, and waits for no commit. A round of the lane's deck holds one of each place the soak's
+# goal names and two kills inside a batch (40, 15, 15 and 15 an hour: inside a batch, during the
+# commit request, after a commit, zombies mid-batch); within a batch every point alike. The sixth
+# card is a kill at ``take_over`` (the take-over committed, the query not started: the start-up
+# kill) or a zombie frozen once its commit request is sent. A round costs about 2.5 minutes on two
+# cores (a kill at ``planned`` 8 s from its inject, at ``committed`` 33 s, a zombie 40 s with its
+# successor's take-over). Where each fault landed is what the loader's trace says, not what was
+# asked.
 INSIDE_BATCH = ("planned", "decoded", "dead_lettered", "write", "publish")
 """The points after a batch's plan and before its commit request."""
 ZOMBIE_POINTS = (*INSIDE_BATCH, "commit_sent")

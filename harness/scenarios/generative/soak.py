@@ -6,7 +6,7 @@ of ``harness.scenarios.generative.generate``: hundreds of cheap faults - traffic
 fractions, schema changes, pauses, maintenance - among 30-36 loader kills and zombie
 writers), the player plays it while the monitor checks the live invariants, and at the
 chapter's end every fault is healed. Chapters follow until the time is up.
-The loader lane's faults land at the loader's fault points (``loader.faultpoints``): each is
+The loader lane's faults land at the loader's fault points (``loader.testing.faultpoints``): each is
 armed on the start before it and fires in that start's first batch, so none waits for a
 commit; loader faults aimed from outside are paced by commits (``harness.scenarios.pacing``);
 the cheap lanes keep their clock. The report counts faults where they landed

@@ -1,8 +1,8 @@
 """A batch written in one pass is planned from where it ends in Kafka, not from its records.
 
-``BatchSink._single_pass`` sets the snapshot's offsets before a record is read, from the
-query's offset log (``loader.spark.parse_offset_log``). These tests hold that plan to the one
-made from the records themselves (``plan_batch`` over each partition's lowest and highest
+``FastPath.commit`` sets the snapshot's offsets before a record is read, from the query's
+offset log (``loader.ext.fastpath.onepass.parse_offset_log``). These tests hold that plan to
+the one made from the records themselves (``plan_batch`` over each partition's lowest and highest
 offset, as the two-job way does) for every batch a stream can hand over.
 """
 

@@ -2,13 +2,13 @@
 records.
 
 The JVM decoder runs in a real local Spark session, as in the loader (the UDF
-``loader.plain.plain_column`` builds), and its rows come back as Spark hands them over (Arrow);
-the strict parser runs what the executors run for it (``loader.batch.decode_arrow``), here or,
-for the publisher's messages, through ``mapInArrow`` in Spark too. Each Hypothesis
-example draws one schema of any type, nesting and nullability and a batch of records for it:
-plain documents, documents with re-cased and extra keys, documents with a planted bad value, a
-duplicated key, corrupted bytes, under case-sensitive and -insensitive matching and small depth
-limits.
+``loader.ext.fastpath.plain.plain_column`` builds), and its rows come back as Spark hands them
+over (Arrow); the strict parser runs what the executors run for it
+(``loader.decode.batch.decode_arrow``), here or, for the publisher's messages, through
+``mapInArrow`` in Spark too. Each Hypothesis example draws one schema of any type, nesting and
+nullability and a batch of records for it: plain documents, documents with re-cased and extra
+keys, documents with a planted bad value, a duplicated key, corrupted bytes, under case-sensitive
+and -insensitive matching and small depth limits.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The pyiceberg REST catalog with timeouts, and the private pyiceberg names the loader uses.
 
 No stack: a socket that accepts and never answers stands for a half-open catalog. These tests
-fail loudly when a pyiceberg upgrade moves a name ``loader.icebergclient`` relies on.
+fail loudly when a pyiceberg upgrade moves a name ``loader.io.icebergclient`` relies on.
 """
 
 from __future__ import annotations

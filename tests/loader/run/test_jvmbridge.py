@@ -1,4 +1,4 @@
-"""pyspark still has the private names ``loader.jvmbridge`` relies on (no stack needed).
+"""pyspark still has the private names ``loader.run.jvmbridge`` relies on (no stack needed).
 
 An upgrade of pyspark that renames or drops one fails here, naming it, before any loader runs.
 """
@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 )
 def test_pyspark_still_sets_the_private_name(owner: type, assignment: str) -> None:
     assert f"{assignment} =" in inspect.getsource(owner), (
-        f"pyspark's {owner.__name__} no longer sets {assignment}: loader.jvmbridge reaches the "
+        f"pyspark's {owner.__name__} no longer sets {assignment}: loader.run.jvmbridge reaches the "
         "JVM through it; find where this pyspark version keeps it"
     )
 

@@ -1,14 +1,28 @@
-"""The fault points' trace: the point a fault was armed at and the point the process had reached
-when its signal went (``loader.faultpoints``). No signal is sent: the hooks are given a
-function that records it."""
+"""The test kit's hooks (``loader.testing.faultpoints``): the trace of the point a fault was
+armed at and the point the process had reached when its signal went (no signal is sent: the
+hooks are given a function that records it), the parts of the protocol a break switches off,
+and when the loader brings these hooks in at all (``loader.run.job.hooks_from_env``)."""
 
 from __future__ import annotations
 
 import signal
 import threading
+import typing
 from pathlib import Path
 
-from loader.testing.faultpoints import FaultPoints, read_trace, where_landed
+import pytest
+
+from loader.commit.hooks import Hooks, Point
+from loader.run.job import TEST_ENV_PREFIX, hooks_from_env
+from loader.testing.faultpoints import (
+    DISABLE_ENV,
+    KILL_AT_ENV,
+    POINTS,
+    SWITCHES,
+    FaultPoints,
+    read_trace,
+    where_landed,
+)
 
 # Long enough that the calls a test makes right after arming a timed point come first.
 DELAY_MS = 100
@@ -96,3 +110,27 @@ def test_a_trace_without_landed_landed_at_its_point() -> None:
     assert where_landed({"point": "commit_sent", "action": "kill"}) == "commit_sent"
     assert where_landed({"point": "commit_sent", "landed": "committed"}) == "committed"
     assert where_landed({}) is None
+
+
+def test_a_loader_without_test_variables_has_hooks_that_do_nothing() -> None:
+    hooks = hooks_from_env({"ICEFLOE_LOADER_TABLE": "lake.s.t", "PATH": "/bin"})
+    assert type(hooks) is Hooks
+    assert (hooks.exactly_once, hooks.fencing, hooks.resolve_lost_commits) == (True, True, True)
+    hooks.reached("planned", 0)  # nothing happens
+    hooks.committed(1)
+
+
+def test_any_test_variable_brings_the_test_kits_hooks_in() -> None:
+    hooks = hooks_from_env({KILL_AT_ENV: "publish"})
+    assert isinstance(hooks, FaultPoints) and hooks.kill_at == "publish"
+    assert all(name.startswith(TEST_ENV_PREFIX) for name in (KILL_AT_ENV, DISABLE_ENV))
+    assert typing.get_args(Point) == POINTS
+    assert all(isinstance(getattr(Hooks, part), bool) for part in SWITCHES)
+
+
+def test_a_break_switches_the_parts_it_names_off() -> None:
+    hooks = FaultPoints.from_env({DISABLE_ENV: " fencing , resolve_lost_commits "})
+    assert (hooks.exactly_once, hooks.fencing, hooks.resolve_lost_commits) == (True, False, False)
+    assert FaultPoints.from_env({DISABLE_ENV: ""}).fencing
+    with pytest.raises(ValueError, match=r"unknown \['guard'\]"):
+        FaultPoints.from_env({DISABLE_ENV: "guard"})
