@@ -7,7 +7,7 @@ and class-data archive), reads the topic with the loader's Kafka source options
 (``KafkaConfig.spark_options``: the same ``maxOffsetsPerTrigger``) as a stream triggered
 ``availableNow``, decodes every record with the loader's JVM decoder
 (`loader.ext.fastpath.plain.plain_column`) and appends the rows to the table with Iceberg's
-writer as the loader hands them over (`loader.commit.sink.APPEND_OPTIONS`: no shuffle, each
+writer as the loader hands them over (`loader.keys.APPEND_OPTIONS`: no shuffle, each
 task's rows sorted by partition). There is no validation split and no dead letter (a
 record the decoder declines would be appended as a row of nulls; the bench's backlogs have
 none), no lease or fencing, no offsets in the snapshot summary, no first slice, no metrics:
@@ -41,10 +41,10 @@ def load(config_file: Path, checkpoint: Path) -> None:
         config_file: a loader configuration (TOML) for the stack, its table and its topic.
         checkpoint: the stream's checkpoint folder (new, empty).
     """
-    from loader.commit.sink import APPEND_OPTIONS
     from loader.config import load_config
     from loader.ext.classdata import ClassData
     from loader.ext.fastpath.plain import plain_column
+    from loader.keys import APPEND_OPTIONS
     from loader.run.spark import session
 
     config = load_config(config_file, env={})

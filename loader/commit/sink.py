@@ -63,6 +63,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -91,11 +92,11 @@ from loader.io.retry import KAFKA, Unanswered, unanswered
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame
 
     from loader.config import DecodeOptions
 
-__all__ = ["APPEND_OPTIONS", "BatchSink", "Declined", "FastPath"]
+__all__ = ["BatchSink", "Declined", "FastPath", "Planned"]
 
 log = logging.getLogger("icefloe.loader")
 
@@ -105,14 +106,24 @@ MAX_ATTEMPTS = 4
 MAX_REPLANS = 20
 """Times a batch is planned again because main moved (maintenance) before giving up."""
 
-APPEND_OPTIONS = {"distribution-mode": "none", "fanout-enabled": "false"}
-"""How a batch is handed to Iceberg's Spark writer: no shuffle, and each task's rows sorted by
-the table's partition (Iceberg's local sort, asked for when fan-out is off) so that it keeps
-one file open at a time. Rows arrive in Kafka order; with fan-out a task kept a file open per
-partition and interleaved its rows, and each Parquet column's encoder state of 31 open files
-stayed out of the CPU's caches. On 2 cores, 1,000,000 reference rows over 30 days in batches
-of 500,000: 10.5-11.4 s per batch sorted against 12.8-14.4 s with fan-out, over one day
-8.1-9.2 s against 8.9-10.1 s, freshness unchanged (``docs/benchmarks.md``)."""
+
+@dataclass(frozen=True)
+class Planned:
+    """One attempt at a batch, as planned: what a way through it writes from.
+
+    Attributes:
+        batch_id: Spark's micro-batch id (-1: the first slice).
+        attempt: this attempt's number (it names the staged snapshot).
+        state: the table as the attempt read it.
+        committed: the offsets the table holds (the plan's base).
+        started: when the attempt began (``time.monotonic()``), for the log.
+    """
+
+    batch_id: int
+    attempt: int
+    state: TableState
+    committed: Offsets
+    started: float
 
 
 class FastPath(Protocol):
@@ -125,16 +136,7 @@ class FastPath(Protocol):
         schema or these options take the Python path only."""
         ...
 
-    def commit(
-        self,
-        sink: BatchSink,
-        kept: DataFrame,
-        batch_id: int,
-        attempt: int,
-        state: TableState,
-        committed: Offsets,
-        started: float,
-    ) -> bool:
+    def commit(self, sink: BatchSink, kept: DataFrame, planned: Planned) -> bool:
         """Write and publish the batch in one Spark job through ``sink.write``; False when it
         goes the two-job way instead."""
         ...
@@ -149,7 +151,6 @@ class BatchSink:
 
     Args:
         config: the loader configuration.
-        spark: the session the query runs in.
         view: the table reader.
         metrics: where to count.
         dead_letters: the dead-letter producer, or ``None`` to halt on the
@@ -168,7 +169,6 @@ class BatchSink:
     def __init__(
         self,
         config: LoaderConfig,
-        spark: SparkSession,
         view: TableView,
         metrics: LoaderMetrics,
         dead_letters: DeadLetterProducer | None,
@@ -180,7 +180,6 @@ class BatchSink:
         self.config = config
         self.instance = instance
         self.renewed_ms = 0
-        self.spark = spark
         self.view = view
         self.metrics = metrics
         self.dead_letters = dead_letters
@@ -315,10 +314,8 @@ class BatchSink:
         self.hooks.reached("planned", self.commits)
         kept = records.where(_keep_condition(committed)) if self.hooks.exactly_once else records
         fast = self.fast
-        one_pass = fast is not None and fast.commit(
-            self, kept, batch_id, attempt, state, committed, started
-        )
-        if one_pass:  # a batch of plain records, committed in one Spark job
+        planned = Planned(batch_id, attempt, state, committed, started)
+        if fast is not None and fast.commit(self, kept, planned):  # one Spark job: plain records
             return
         jvm = fast.column if fast is not None else None
         batch = DecodedBatch(kept, state.schema, self.config.decode, jvm)
@@ -516,7 +513,7 @@ class BatchSink:
         """Append ``rows`` as one snapshot carrying ``props``; staged under ``wap_id`` if given."""
         frame: Any = rows
         writer = frame.writeTo(str(self.config.table))
-        for key, value in APPEND_OPTIONS.items():
+        for key, value in keys.APPEND_OPTIONS.items():
             writer = writer.option(key, value)
         for key, value in props.items():
             writer = writer.option(keys.snapshot_property_option(key), value)

@@ -310,7 +310,6 @@ class LoaderJob:
             )
         self.sink = BatchSink(
             cfg,
-            self.spark,
             self.view,
             self.metrics,
             self._dead_letters,
@@ -319,7 +318,7 @@ class LoaderJob:
             fast=fast,
         )
         if fast is not None:
-            fast.checkpoint = self.checkpoint
+            fast.spark, fast.checkpoint = self.spark, self.checkpoint
         self.sink.recover_dead_letters(state)
         self.metrics.serve(cfg.metrics_port)
         options = cfg.kafka.spark_options()

@@ -219,7 +219,7 @@ def test_a_table_laid_out_anew_while_loading_takes_every_row_once(
     layout: str,
 ) -> None:
     """Each task sorts its rows by the table's partition before Iceberg writes them, one file
-    at a time (``sink.APPEND_OPTIONS``): the layout the table has when a batch is written is
+    at a time (``keys.APPEND_OPTIONS``): the layout the table has when a batch is written is
     the one its rows are sorted for, whatever its owner changed in between."""
     table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory(partitions=2)
     rows = reference_values(400, seed=7)  # event times over 30 days: many day partitions

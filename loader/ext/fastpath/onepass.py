@@ -41,8 +41,7 @@ if TYPE_CHECKING:
     from pyiceberg.schema import Schema
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from loader.commit.sink import BatchSink
-    from loader.commit.table import TableState
+    from loader.commit.sink import BatchSink, Planned
     from loader.config import DecodeOptions
     from loader.decode.frames import DecodedBatch
 
@@ -55,6 +54,7 @@ class FastPath:
     """The fast path of one loader process (``loader.commit.sink.FastPath``).
 
     Attributes:
+        spark: the loader's session, which reads the offset log (set by the job).
         checkpoint: the streaming query's checkpoint, whose offset log says where each batch
             ends (set by the job).
         starting: where the query's first batch starts, of the partitions where that is a
@@ -65,6 +65,7 @@ class FastPath:
     """
 
     def __init__(self) -> None:
+        self.spark: SparkSession | None = None
         self.checkpoint: str | None = None
         self.starting: Offsets = {}
         self.slice_bounds: tuple[Offsets, Offsets] | None = None
@@ -98,16 +99,7 @@ class FastPath:
         # cheap, and the schema may have changed.
         self.clean = not batch.jvm or batch.declined == 0
 
-    def commit(
-        self,
-        sink: BatchSink,
-        kept: DataFrame,
-        batch_id: int,
-        attempt: int,
-        state: TableState,
-        committed: Offsets,
-        started: float,
-    ) -> bool:
+    def commit(self, sink: BatchSink, kept: DataFrame, planned: Planned) -> bool:
         """Decode, write and publish a batch of plain records in one Spark job, through
         ``sink.write``.
 
@@ -126,10 +118,15 @@ class FastPath:
         Raises:
             MainMoved, Fenced: as ``BatchSink.write``, and its failed write.
         """
-        cfg = sink.config
+        cfg, batch_id, state, committed = (
+            sink.config,
+            planned.batch_id,
+            planned.state,
+            planned.committed,
+        )
         if not (self.clean and sink.hooks.exactly_once and sink.hooks.fencing):
             return False
-        known = self.slice_bounds if batch_id < 0 else self._batch_bounds(sink.spark, batch_id)
+        known = self.slice_bounds if batch_id < 0 else self._batch_bounds(batch_id)
         if known is None:
             return False
         plan = plan_batch(committed, kafka_ranges(*known, committed))
@@ -158,7 +155,9 @@ class FastPath:
 
         write_started = time.monotonic()
         try:
-            sink.write(single.rows, props, state, batch_id, attempt, audit, plan.next_offsets)
+            sink.write(
+                single.rows, props, state, batch_id, planned.attempt, audit, plan.next_offsets
+            )
         except Declined:
             self.clean = False
             log.info(
@@ -174,17 +173,18 @@ class FastPath:
             "(table state %.2f s, decode, write and publish %.2f s, total %.2f s)",
             batch_id,
             rows,
-            write_started - started,
+            write_started - planned.started,
             time.monotonic() - write_started,
-            time.monotonic() - started,
+            time.monotonic() - planned.started,
         )
         sink.hooks.committed(sink.commits)
         return True
 
-    def _batch_bounds(self, spark: SparkSession, batch_id: int) -> tuple[Offsets, Offsets] | None:
+    def _batch_bounds(self, batch_id: int) -> tuple[Offsets, Offsets] | None:
         """Where micro-batch ``batch_id`` starts and ends (None: unknown), from the query's
         offset log: each batch starts where the one before it ended."""
-        if self.checkpoint is None:
+        spark = self.spark
+        if spark is None or self.checkpoint is None:
             return None
         ends = batch_end_offsets(spark, self.checkpoint, batch_id)
         if ends is None:

@@ -58,7 +58,7 @@ def sink_with(
         metrics_port=0,
         loader_id="me",
     )
-    sink = BatchSink(config, None, view, LoaderMetrics("lake.s.t"), None, "i")  # type: ignore[arg-type]
+    sink = BatchSink(config, view, LoaderMetrics("lake.s.t"), None, "i")  # type: ignore[arg-type]
     sink.attempts = []  # type: ignore[attr-defined]
 
     def attempt(records: Any, batch_id: int, number: int) -> None:
