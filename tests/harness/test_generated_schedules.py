@@ -232,7 +232,7 @@ def test_timeline_draws_faults_rows_and_the_first_failure(tmp_path: Path) -> Non
             (2.5, "loader", "info", "killed", {}),
             (3.0, "read", "ok", "ids", {"added": ["a", "b"], "removed": []}),
             (4.0, "fault", "ok", "kill_loader.heal", {}),
-            (4.5, "read", "ok", "commits", {"values": [{"snapshot": 1, "time": 4.2, "loader": "l"}]}),
+            (4.5, "read", "ok", "commits", {"values": [{"snapshot": 1, "time": 4.2}]}),
             (5.0, "fault", "ok", "pause_kafka.inject", {}),
             (6.0, "check", "fail", "live", {"anomalies": {"duplicated": {"count": 1}}}),
         ]
