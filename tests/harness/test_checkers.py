@@ -140,10 +140,14 @@ def test_dead_letter_sent_twice_is_flagged_with_its_count() -> None:
     assert bounded.ok
 
 
-def test_dead_letter_flags_missing_letter_as_lost() -> None:
+def test_dead_letter_flags_missing_letter_lost_past_the_position_else_pending() -> None:
     observed = Observed({"id-0": 1, "id-3": 1}, [letter(MIXED[1], "invalid_json")])
     result = run_check("dead_letter", EMPTY, MIXED, observed)
+    assert result.verdict == INVALID and result.anomalies["pending"].count == 1
+    past = history((5.0, "read", "ok", "positions", {"values": {TOPIC: {"0": 4}}, "snapshot": 9}))
+    result = run_check("dead_letter", past, MIXED, observed)
     assert result.verdict == INVALID and result.anomalies["lost"].count == 1
+    assert "pending" not in result.anomalies
 
 
 def test_dead_letter_flags_wrong_kind_and_empty_reason() -> None:

@@ -145,9 +145,16 @@ def test_a_second_dead_letter_copy_only_from_another_loader() -> None:
     assert "duplicated_dead_letter" in run(by(3, "a"), by(3, "b"), by(3, "c")).anomalies
 
 
-def test_dead_letters_lost_and_misrouted() -> None:
-    lost = check("dead_letters_match_ledger", hist(("read", "ok", "dead_letters", {"values": []})))
-    assert "lost" in lost.anomalies
+def test_dead_letters_lost_pending_and_misrouted() -> None:
+    """A malformed message with no letter is lost once the loader's committed position passed
+    it (icefloe's: the offsets of its newest commit), pending while it has not."""
+    none = ("read", "ok", "dead_letters", {"values": []})
+    pending = check("dead_letters_match_ledger", hist(none))
+    assert set(pending.anomalies) == {"pending"}
+    past = ("read", "ok", "positions", {"values": {TOPIC: {"0": 4}}, "snapshot": 1})
+    lost = check("dead_letters_match_ledger", hist(none, past))
+    assert set(lost.anomalies) == {"lost"}
+    assert "snapshot 1 at offset 4" in lost.anomalies["lost"].examples[0]
     wrong = check(
         "dead_letters_match_ledger",
         hist(("read", "ok", "dead_letters", {"values": [letter(3), letter(1)]})),

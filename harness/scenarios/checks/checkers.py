@@ -345,7 +345,8 @@ def check_dead_letter(
             copy may only come from another loader id.
 
     Returns:
-        ``invalid`` with ``lost`` (malformed message not dead-lettered), ``misrouted`` (valid
+        ``invalid`` with ``lost`` (a malformed message the loader went past without a letter),
+        ``pending`` (one it has not got to), ``misrouted`` (valid
         message dead-lettered), ``wrong_value`` (no source or no reason; for a loader of the
         kit's error kinds also a wrong kind or path), ``duplicated_dead_letter`` (a source
         message dead-lettered more than ``max_copies`` times, with the count), ``unexpected``
@@ -369,7 +370,7 @@ def check_dead_letter(
         else:
             by_source[src].append(letter)
     verdict = compare_dead_letters(letters, ledger, int(params.get("max_copies", 1)))
-    letter_anomalies(verdict, ledger, found)
+    letter_anomalies(verdict, ledger, found, history.events)
     check_path = bool(params.get("check_path", True)) and observer.error_kinds
     for e in malformed:
         got_letters = by_source.get(coordinates(e))
@@ -417,13 +418,29 @@ def check_dead_letter(
 
 
 def letter_anomalies(
-    verdict: DeadLetterVerdict, ledger: Sequence[LedgerEntry], found: Found
+    verdict: DeadLetterVerdict,
+    ledger: Sequence[LedgerEntry],
+    found: Found,
+    history: Sequence[Event] = (),
 ) -> None:
-    """A dead-letter verdict's findings as named anomalies, each message with its id."""
+    """A dead-letter verdict's findings as named anomalies, each message with its id.
+
+    A malformed message with no letter is ``lost`` only when the loader's committed position is
+    past it (it went on without sending one); before it, or unknown, it is ``pending``: the
+    loader has not got to it (``harness.scenarios.checks.positions``, as for rows).
+    """
     by_coords = {coordinates(e): e for e in ledger if e.delivered}
-    for src in verdict.lost:
-        e = by_coords[src]
-        found.add("lost", f"{_where(e)} kind {e.kind}: not in the dead-letter topic", e.event_id)
+    missing = classify_missing(history, [by_coords[src] for src in verdict.lost])
+    for e, evidence in missing.lost:
+        found.add(
+            "lost", f"{_where(e)} kind {e.kind}: not in the dead-letter topic, {evidence}",
+            e.event_id,
+        )  # fmt: skip
+    for e, why in missing.pending:
+        found.add(
+            "pending", f"{_where(e)} kind {e.kind}: not in the dead-letter topic, {why}",
+            e.event_id,
+        )  # fmt: skip
     for src in verdict.misrouted:
         e = by_coords[src]
         found.add("misrouted", f"valid {_where(e)} in the dead-letter topic", e.event_id)

@@ -252,7 +252,7 @@ def check_dead_letters_match_ledger(
     letters = observed.dead_letters or dead_letters(history)
     verdict = compare_dead_letters(letters, ledger, int(params.get("max_copies", 1)))
     found = Found()
-    letter_anomalies(verdict, ledger, found)
+    letter_anomalies(verdict, ledger, found, history.events)
     if not verdict.expected and not found.anomalies:
         read = bool(select(history, "read", "dead_letters", "ok"))
         return CheckResult(
