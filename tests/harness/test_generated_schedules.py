@@ -31,7 +31,7 @@ from harness.scenarios.params import ParamError, as_dict, parse_params
 from harness.scenarios.player import SchedulePlayer
 from harness.scenarios.reports.timeline import draw
 from harness.scenarios.schedule import Schedule, ScheduledFault
-from loader.faultpoints import KILL_AFTER_COMMIT_ENV
+from loader.testing.faultpoints import KILL_AFTER_COMMIT_ENV
 
 FAST = settings(
     max_examples=15,
@@ -223,6 +223,9 @@ def test_build_fault_names_services(tmp_path: Path) -> None:
     assert kill.name == "kill_trino" and kill.lane == "infra"
 
 
+COMMIT = {"snapshot": 1, "time": 4.2, "loader": "l"}
+
+
 def test_timeline_draws_faults_rows_and_the_first_failure(tmp_path: Path) -> None:
     history = History.of(
         [
@@ -232,7 +235,7 @@ def test_timeline_draws_faults_rows_and_the_first_failure(tmp_path: Path) -> Non
             (2.5, "loader", "info", "killed", {}),
             (3.0, "read", "ok", "ids", {"added": ["a", "b"], "removed": []}),
             (4.0, "fault", "ok", "kill_loader.heal", {}),
-            (4.5, "read", "ok", "commits", {"values": [{"snapshot": 1, "time": 4.2}]}),
+            (4.5, "read", "ok", "commits", {"values": [COMMIT]}),
             (5.0, "fault", "ok", "pause_kafka.inject", {}),
             (6.0, "check", "fail", "live", {"anomalies": {"duplicated": {"count": 1}}}),
         ]
