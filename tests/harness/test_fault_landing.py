@@ -14,7 +14,8 @@ from typing import Any
 from harness.history import History, select
 from harness.loaders import process as loader_process
 from harness.loaders.process import LoaderProcess, _Start, armed_fault
-from loader.testing.faultpoints import KILL_AT_ENV, PAUSE_AT_ENV, TRACE_ENV
+from harness.scenarios.faults.loader import _fired
+from loader.testing.faultpoints import KILL_AT_ENV, PAUSE_AT_ENV, PAUSE_DELAY_MS_ENV, TRACE_ENV
 
 # A stand-in for a loader's first batch: it passes the points named in argv, then exits 0.
 BATCH = (
@@ -23,11 +24,17 @@ BATCH = (
 )
 
 
-def run_start(tmp_path: Path, hooks: dict[str, str], points: list[str]) -> LoaderProcess:
-    loader = LoaderProcess(SimpleNamespace(loader_id="l"), None, tmp_path, History())
+# The same, waiting (10 s) after its points for a timed point's signal (exit 0 if none comes).
+WAITING_BATCH = BATCH.replace("import sys;", "import sys, time;") + "; time.sleep(10)"
+
+
+def run_start(
+    tmp_path: Path, hooks: dict[str, str], points: list[str], batch: str = BATCH
+) -> LoaderProcess:
+    loader = LoaderProcess(SimpleNamespace(loader_id="l"), None, tmp_path, History())  # type: ignore[arg-type]
     trace = tmp_path / "trace-1.jsonl"
     env = {**os.environ, **hooks, TRACE_ENV: str(trace)}
-    pid = loader.process.start([sys.executable, "-c", BATCH, *points], env, Path.cwd())
+    pid = loader.process.start([sys.executable, "-c", batch, *points], env, Path.cwd())
     loader._unsettled[pid] = _Start(1, pid, trace, dict(hooks))
     loader.trace_file = trace
     assert loader.process.wait_exit(30.0)
@@ -202,3 +209,18 @@ def test_a_break_switches_parts_of_the_protocol_off_in_every_start(
     )  # fmt: skip
     starts = select(loader.history, "loader", "start", "invoke")
     assert [e.data["disable"] for e in starts] == [["exactly_once", "fencing"]] * 2
+
+
+# A timed point's kill, recorded where it landed: armed at commit_sent, the process passes
+# committed before the timer runs out; the history says it landed after the commit, and so
+# does the fault that waited for it (harness.scenarios.faults.loader).
+def test_a_commit_sent_kill_after_the_commit_is_recorded_as_landed_after_it(
+    tmp_path: Path,
+) -> None:
+    hooks = {KILL_AT_ENV: "commit_sent", PAUSE_DELAY_MS_ENV: "300"}
+    loader = run_start(tmp_path, hooks, ["planned", "commit_sent", "committed"], WAITING_BATCH)
+    assert loader.process.returncode() == -9
+    (landed,) = select(loader.history, "loader", "fault_landed")
+    assert (landed.data["point"], landed.data["landed"]) == ("commit_sent", "committed")
+    assert landed.data["armed"] == {"point": "commit_sent", "action": "kill"}
+    assert _fired(loader, "kill") == "committed"
