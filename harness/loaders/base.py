@@ -428,10 +428,12 @@ class ExitWatch:
                 if failure:
                     self.expected = True  # its process is stopped below
             if failure:
-                record_exit(self.history, pid, None, False, failure)
+                # Stopped before its exit is recorded: whoever waits for the exit (a scenario's
+                # next step, a supervisor) may start it again at once, and must find it gone.
                 if self._stop is not None:
                     self._stop()
                 self.history.record("loader", "info", "stopped_failed", pid=pid)
+                record_exit(self.history, pid, None, False, failure)
                 self._supervise()  # its exit, for the checks and for its supervisor alike
                 continue
             if ended:

@@ -8,6 +8,7 @@ import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -254,7 +255,33 @@ def test_a_supervised_loader_that_stopped_loading_for_good_is_started_again(
         time.sleep(0.1)
     watch.close()
     assert restarts == [1]
-    assert [e.name for e in select(history, "loader")][-2:] == [
+    assert [e.name for e in select(history, "loader")][-3:] == [
         "stopped_failed",
+        "exit",
         "supervisor_restart",
     ]
+
+
+def test_a_failed_loader_is_gone_by_the_time_its_exit_is_recorded(tmp_path: Path) -> None:
+    """Whoever waits for its exit (a scenario's next start) must find the worker stopped: a
+    start racing the stop found it running ("runs already")."""
+    from harness.loaders.base import ExitWatch
+    from harness.stack.process import ManagedProcess
+
+    process = ManagedProcess("worker", tmp_path)
+    process.start([sys.executable, "-c", "import time; time.sleep(60)"], {}, tmp_path)
+    running_at_exit: list[bool] = []
+
+    def listen(event: Any) -> None:
+        if event.name == "exit":
+            running_at_exit.append(process.is_running())
+
+    history = History(listener=listen)
+    slow_stop = lambda: (time.sleep(0.5), process.kill())  # noqa: E731
+    watch = ExitWatch(process, history, lambda: None, process.log_tail, lambda: "failed", slow_stop)
+    watch.started()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and not running_at_exit:
+        time.sleep(0.1)
+    watch.close()
+    assert running_at_exit == [False]
