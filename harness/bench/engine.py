@@ -112,6 +112,8 @@ def run_engine(
     from harness.loaders.config import secret_key_file, stack_loader_config
     from loader.secret import Secret
 
+    # Absolute: the engine runs in its folder, and a relative --out would be read from there.
+    folder = folder.resolve()
     folder.mkdir(parents=True, exist_ok=True)
     config = stack_loader_config(
         stack,
