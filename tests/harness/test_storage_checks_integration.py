@@ -14,6 +14,7 @@ uses, and judges with the registered checkers. A few seconds each.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from typing import Any
 import pytest
 
 from harness.history import History, select
+from harness.observer import ICEFLOE
 from harness.pytest_plugin import backend_of, unique_name
 from harness.scenarios.checks import liveness  # noqa: F401  (registers the checker)
 from harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
@@ -191,7 +193,7 @@ def _await_commits(client: RecordingClient, table: str, process: Any, timeout_s:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         assert process.poll() is None, process.stderr.read().decode()[-2000:]
-        if any(c["loader"] for c in client.commits(table)):
+        if any(c["summary"].get(keys.LOADER_ID) for c in client.commits(table)):
             return
         time.sleep(0.5)
     raise AssertionError(f"the stand-in writer made no commit in {timeout_s} s")
@@ -213,6 +215,10 @@ def test_liveness_catches_a_writer_frozen_after_a_heal(stack: Any, writer: tuple
     bound_s = 3.0
     history = History()
     client = RecordingClient(stack, history)
+    # The stand-in commits about three times a second: its observer says so, and the bound
+    # stays the 3 s given (a declared 2 s cadence would stretch it to six cadences).
+    stand_in = dataclasses.replace(ICEFLOE, cadence_s=0.3)
+    history.record("info", "info", "observer", loader_id="w", observer=stand_in.to_json())
     history.record("loader", "invoke", "start", loader_id="w")
     _await_commits(client, table, process, timeout_s=60)
     # Messages wait for the writer all along: a backlog it stands for (it must commit).
