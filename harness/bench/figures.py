@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from harness.bench.profile import Step
 from harness.bench.stats import median_low, rate
 
 BOUND = "bound"
@@ -95,6 +96,8 @@ class Throughput:
         jvm: the Java and JVM flags it ran with ("" when not said).
         runs: every repetition, in the order run (empty for a single measurement not yet
             recorded as a run).
+        steps: where its time went, for a loader whose log says so (``harness.bench.profile``):
+            the steps of this run (of the median run, for a median).
     """
 
     key: str
@@ -112,6 +115,7 @@ class Throughput:
     commit_interval_s: float | None = None
     jvm: str = ""
     runs: tuple[Run, ...] = ()
+    steps: tuple[Step, ...] = ()
 
     @property
     def rows_per_s(self) -> float | None:

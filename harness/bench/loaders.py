@@ -19,7 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.bench.figures import LOADER, Throughput, describe_jvm
+from harness.bench.figures import LOADER, LOADER_LOCAL, Throughput, describe_jvm
+from harness.bench.profile import steps_from_log
 from harness.bench.workload import Visibility, data_files, watch_until_visible
 from harness.history import History
 from harness.loaders.cluster import (
@@ -96,7 +97,7 @@ def run_local(
     """
     loader = local_loader(stack, folder, table, topic, BACKLOG_TRIGGER_S, per_trigger, tuning)
     jvm = driver_jvm(loader.settings.spark)  # before the start, which may make the archive
-    started = time.monotonic()
+    started, started_wall = time.monotonic(), time.time()
     loader.start(wait=False, track=True)
     try:
 
@@ -112,13 +113,15 @@ def run_local(
     figure = _throughput(
         stack,
         table,
-        "loader_local",
+        LOADER_LOCAL,
         "loader, local[2]",
         rows,
         seen,
         f"{BACKLOG_TRIGGER_S:g} s trigger, {per_trigger:,} per batch{ready_text}",
     )
-    return dataclasses.replace(figure, jvm=jvm)
+    log = loader.process.log_file.read_text(errors="replace")
+    steps = steps_from_log(log, started_wall, seen.all_seconds)
+    return dataclasses.replace(figure, jvm=jvm, steps=steps)
 
 
 def driver_jvm(spark: SparkConfig) -> str:

@@ -17,13 +17,16 @@ from typing import Any
 from harness.bench import headline
 from harness.bench.figures import (
     BOUND_KEYS,
+    ENGINE,
     LOADER,
+    LOADER_LOCAL,
     PEER,
     Freshness,
     LoadAverage,
     Throughput,
     shape_name,
 )
+from harness.bench.profile import profile_lines
 from harness.bench.stats import ratio
 
 NONE = "-"  # a figure not measured
@@ -140,6 +143,7 @@ class Report:
             shown = (t for t in self.throughputs if t.window_days == shape)
             if any(t.rows_per_s_from_first is not None for t in shown):
                 lines += ["", headline.CAVEAT]
+            lines += _profile(self, shape)
         if any(t.runs for t in self.throughputs):
             lines += ["", "**Every run**", "", *_runs_table(self.throughputs)]
         if self.freshness:
@@ -187,6 +191,17 @@ def _with_spread(value: float | None, spread: tuple[float, float] | None) -> str
 
 def _times(value: float | None) -> str:
     return NONE if value is None else f"{value:.2f}x"
+
+
+def _profile(report: Report, shape: float) -> list[str]:
+    """The loader's steps in its median run on a shape, beside the same run's engine bound."""
+    loader = report.find(LOADER_LOCAL, shape)
+    if loader is None or not loader.steps:
+        return []
+    engine = report.bound(ENGINE, shape)
+    against = f"; the engine bound: {engine.seconds:.1f} s" if engine else ""
+    label = f"{loader.label}, its median run, every row visible after {loader.seconds:.1f} s"
+    return ["", *profile_lines(label + against, loader.steps)]
 
 
 def _throughput_table(report: Report, shape: float) -> list[str]:

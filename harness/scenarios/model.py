@@ -266,12 +266,14 @@ def parse(
     )
 
 
-def load(path: Path, profile: str = "ci") -> Scenario:
+def load(path: Path, profile: str = "ci", variables: Mapping[str, Any] | None = None) -> Scenario:
     """Read one scenario file.
 
     Args:
         path: A ``.toml`` scenario.
         profile: ``ci`` or ``full``.
+        variables: Values that override its ``[vars]`` and the profile's (a smaller run of
+            the same steps, as a test wants it).
 
     Returns:
         The scenario.
@@ -284,6 +286,11 @@ def load(path: Path, profile: str = "ci") -> Scenario:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{path}: {exc}") from exc
+    if variables:
+        doc["vars"] = {**doc.get("vars", {}), **variables}
+        chosen = doc.get("profiles", {}).get(profile, {})
+        if "vars" in chosen:
+            chosen["vars"] = {**chosen["vars"], **variables}
     return parse(doc, profile=profile, name=path.stem, path=path)
 
 
@@ -300,7 +307,12 @@ def discover(directory: Path = SCENARIO_DIR, profile: str = "ci") -> list[Scenar
     return [load(p, profile) for p in sorted(directory.glob("*.toml"))]
 
 
-def find(name: str, directory: Path = SCENARIO_DIR, profile: str = "ci") -> Scenario:
+def find(
+    name: str,
+    directory: Path = SCENARIO_DIR,
+    profile: str = "ci",
+    variables: Mapping[str, Any] | None = None,
+) -> Scenario:
     """The scenario called ``name`` (its file stem, with or without a number prefix).
 
     Args:
@@ -308,6 +320,7 @@ def find(name: str, directory: Path = SCENARIO_DIR, profile: str = "ci") -> Scen
             ``.toml`` file elsewhere (a schedule written by a generated run).
         directory: Where the files are.
         profile: ``ci`` or ``full``.
+        variables: Overrides of its variables (:func:`load`).
 
     Returns:
         The scenario.
@@ -316,7 +329,7 @@ def find(name: str, directory: Path = SCENARIO_DIR, profile: str = "ci") -> Scen
         ScenarioError: If no file (or more than one) matches.
     """
     if name.endswith(".toml") and Path(name).is_file():
-        return load(Path(name), profile)
+        return load(Path(name), profile, variables)
     matches = [
         p
         for p in sorted(directory.glob("*.toml"))
@@ -325,4 +338,4 @@ def find(name: str, directory: Path = SCENARIO_DIR, profile: str = "ci") -> Scen
     if len(matches) != 1:
         known = ", ".join(p.stem for p in sorted(directory.glob("*.toml")))
         raise ScenarioError(f"no single scenario named {name!r}; known: {known}")
-    return load(matches[0], profile)
+    return load(matches[0], profile, variables)

@@ -48,6 +48,10 @@ def test_a_small_bench_measures_every_part_and_writes_its_report(
     assert doc["headline"]["shapes"]["1"]["loader"]["runs"] == 1
     markdown = (folder / "bench.md").read_text()
     assert "| loader, local[2] | no median (1 run) |" in markdown
+    steps = figures["loader_local"].steps  # its profile, read from its log
+    assert steps[0].name == "start-up" and steps[-1].name == "to every row visible"
+    assert sum(s.rows or 0 for s in steps) == 20_000
+    assert "Where the time went: loader, local[2]" in markdown
     assert (folder / "bench.png").stat().st_size > 0
 
 

@@ -250,3 +250,12 @@ def test_reports_render_markdown_and_junit(tmp_path: Path) -> None:
     assert "kill_loader" in text
     xml = report.junit_xml([result])
     assert 'failures="1"' in xml and "replay: icefloe scenario run" in xml
+
+
+def test_variables_given_override_the_files_and_the_profiles() -> None:
+    smaller = {"count": 1500, "rate": 30}
+    for profile in ("ci", "full"):
+        publish = find("01_exactly_once_kill9", profile=profile, variables=smaller).steps[1]
+        assert (publish.params.workload.count, publish.params.workload.rate) == (1500, 30.0)
+    default = find("01_exactly_once_kill9").steps[1].params.workload
+    assert (default.count, default.rate) == (3000, 20.0)

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from harness.scenarios.model import SCENARIO_DIR, parse
+from harness.scenarios.model import SCENARIO_DIR, find
 from harness.scenarios.reports import report
 from harness.scenarios.runner import RunOptions, RunResult, judge, run_scenario
 
@@ -72,10 +72,7 @@ ALSO: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
 
 def cheap(name: str, variables: dict[str, Any]) -> Any:
     """The scenario ``name`` with its ``[vars]`` overridden, parsed for the ``ci`` profile."""
-    path = SCENARIO_DIR / f"{name}.toml"
-    doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    doc["vars"] = {**doc.get("vars", {}), **variables}
-    return parse(doc, profile="ci", name=name, path=path)
+    return find(name, variables=variables)
 
 
 def _count(checks: list[Any], check: str, anomaly: str) -> int:
