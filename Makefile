@@ -77,7 +77,7 @@ CONTAINER_TESTS ?= tests/containers tests/harness tests/publisher \
 # What talks to the stack only through its endpoints, the same on either backend, runs in the
 # local leg only: the fault proxies (catalog proxy, Toxiproxy, which runs locally only), the
 # Kafka Connect sink, a user's own loader (the pyiceberg example) and the breaks.
-LOCAL_ONLY ?= breaks_ci or catalogproxy or kafka_connect or toxiproxy or user_loader
+LOCAL_ONLY ?= breaks_ci or catalogproxy or kafka_connect or toxiproxy or user_loader or spark_sink
 test-containers: images ## the backend-dependent tests and scenarios 01 02 04 05 on containers
 	$(BIN)/pytest --backend containers -m "(integration or scenario) and not slow" \
 		-k "((not test_scenario and not test_generated and not test_maintenance and not test_bench) or $(CONTAINER_SCENARIOS)) and not ($(LOCAL_ONLY))" $(CONTAINER_TESTS) $(DURATIONS) $(PYTEST_ARGS)

@@ -12,8 +12,9 @@ loader's code:
   changes and maintenance through Trino, whose snapshots carry :data:`TRINO_QUERY_KEY`);
 - its **committed position**, where it resumes after a restart: the offsets in
   ``position_key`` of its newest commit on main (``position = "summary"``), or the committed
-  offsets of ``consumer_group`` (``"group"``); a row before the position that is not in the
-  table will never be read again;
+  offsets of ``consumer_group`` (``"group"``), or the end offsets of the newest micro-batch
+  a Spark streaming query's checkpoint marks committed (``"checkpoint"``); a row before the
+  position that is not in the table will never be read again;
 - its **cadence** (how often it commits while it has rows) and how long a run's drain waits
   for it (``drain_s``, and ``discovery_s`` after a topic grew);
 - a **dead letter**'s source message and reason (``letter_headers``), and whether its error
@@ -33,23 +34,32 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from loader import errors as loader_errors
 from loader import keys as loader_keys
 
 __all__ = [
+    "CHECKPOINT",
     "GROUP",
     "ICEFLOE",
+    "NO_ID",
     "SUMMARY",
     "TRINO_QUERY_KEY",
     "WAP_ID_KEY",
     "Letter",
     "Observer",
     "Positions",
+    "checkpoint_position",
     "decode_positions",
     "observer_of",
 ]
+
+NO_ID = "(no event_id)"
+"""How a read of the table names rows whose ``event_id`` is null: a loader kept the row but not
+its id (a permissive parser turns what it cannot read into nulls). Such a row names no message;
+no published id looks like this."""
 
 TRINO_QUERY_KEY = "trino_query_id"
 """Summary key of every snapshot Trino writes (the kit's table creation and maintenance)."""
@@ -59,7 +69,8 @@ WAP_ID_KEY = "wap.id"
 
 SUMMARY = "summary"
 GROUP = "group"
-POSITION_SOURCES = (SUMMARY, GROUP)
+CHECKPOINT = "checkpoint"
+POSITION_SOURCES = (SUMMARY, GROUP, CHECKPOINT)
 
 LETTER_FIELDS = ("topic", "partition", "offset", "reason", "kind", "path", "loader")
 """What a dead letter may say: its source message's coordinates, why, the kit's error kind
@@ -91,6 +102,42 @@ def decode_positions(text: Any) -> Positions | None:
         }
     except (ValueError, TypeError, AttributeError):
         return None
+
+
+def checkpoint_position(folder: Path) -> tuple[int | None, Positions]:
+    """Where a Spark streaming query resumes: the end offsets of the newest micro-batch its
+    checkpoint marks committed (``commits/<N>``), as ``offsets/<N>`` holds them.
+
+    Spark starts again after that batch (a batch planned in ``offsets/`` but not in
+    ``commits/`` is run again with the same offsets), so a message before this position is
+    never read again. The file's lines are a version, the batch's metadata, then one line
+    per source: the Kafka source's is JSON ``{"topic": {"0": next}}``.
+
+    Args:
+        folder: The query's checkpoint folder.
+
+    Returns:
+        The batch (None: none is committed yet) and its end offsets: topic -> partition ->
+        next offset (empty with no batch).
+
+    Raises:
+        OSError: the folder or a batch's offsets cannot be read.
+        ValueError: a batch's offsets file is not Spark's.
+    """
+    commits = folder / "commits"
+    names = [p.name for p in commits.iterdir()] if commits.is_dir() else []
+    done = sorted(int(name) for name in names if name.isdigit())
+    if not done:
+        return None, {}
+    lines = (folder / "offsets" / str(done[-1])).read_text().splitlines()
+    out: Positions = {}
+    for line in lines[2:]:
+        decoded = decode_positions(line)
+        if decoded is None:
+            raise ValueError(f"offsets/{done[-1]}: not a Kafka source's offsets: {line[:80]!r}")
+        for topic, partitions in decoded.items():
+            out.setdefault(topic, {}).update(partitions)
+    return done[-1], out
 
 
 def encode_positions(positions: Mapping[str, Mapping[int, int]]) -> dict[str, dict[str, int]]:
@@ -132,9 +179,11 @@ class Observer:
         commit_key: A summary key every commit of the loader carries (None: every snapshot
             not written through Trino).
         loader_key: A summary key naming which loader (its id) made a commit, if any.
-        position: Where its committed position is: ``summary``, ``group`` or None (unknown).
+        position: Where its committed position is: ``summary``, ``group``, ``checkpoint`` or
+            None (unknown).
         position_key: With ``summary``: the key holding JSON ``{"topic": {"0": next}}``.
         consumer_group: With ``group``: the group whose committed offsets are its position.
+        checkpoint_dir: With ``checkpoint``: the Spark streaming checkpoint folder.
         cadence_s: How often it commits while it has rows (None: not declared).
         drain_s: How long a run's drain waits after the last disturbance (a heal, a publish,
             a start) for rows still missing.
@@ -162,6 +211,7 @@ class Observer:
     position: str | None = None
     position_key: str | None = None
     consumer_group: str | None = None
+    checkpoint_dir: str | None = None
     cadence_s: float | None = None
     drain_s: float = 60.0
     discovery_s: float = 0.0
@@ -181,6 +231,8 @@ class Observer:
             raise ValueError("position = 'summary' needs position_key")
         if self.position == GROUP and not self.consumer_group:
             raise ValueError("position = 'group' needs consumer_group")
+        if self.position == CHECKPOINT and not self.checkpoint_dir:
+            raise ValueError("position = 'checkpoint' needs checkpoint_dir")
         if self.halt_pattern is not None:
             missing = set(HALT_GROUPS) - set(re.compile(self.halt_pattern).groupindex)
             if missing:

@@ -1,5 +1,6 @@
 """The headline of a bench run: every row visible, from process start, the loader beside the
-Kafka Connect sink at the sink's best commit interval. Pure functions over a run's figures.
+Kafka Connect sink at the sink's best commit interval, and any other peer measured (Spark's own
+streaming sink, ``--loader spark-sink``). Pure functions over a run's figures.
 
 Why this figure leads: a user with a backlog waits for every row, from the moment the loader is
 started; that time does not depend on when a system's commits fall. "Rows/s once rows appear"
@@ -22,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.bench.figures import KAFKA_CONNECT, LOADER_LOCAL, Throughput, shape_name
+from harness.bench.figures import KAFKA_CONNECT, LOADER_LOCAL, PEER, Throughput, shape_name
 from harness.bench.stats import MEDIAN_RUNS, ratio
 
 CAVEAT = (
@@ -53,7 +54,19 @@ def best_sink(sinks: Sequence[Throughput]) -> Throughput | None:
 
 def shapes(figures: Sequence[Throughput]) -> list[float]:
     """The backlog shapes in which the headline's systems were measured, in order."""
-    return list(dict.fromkeys(t.window_days for t in figures if t.key in HEADLINE_KEYS))
+    return list(dict.fromkeys(t.window_days for t in figures if _in_headline(t)))
+
+
+def _in_headline(figure: Throughput) -> bool:
+    return figure.key in HEADLINE_KEYS or figure.kind == PEER
+
+
+def others_of(figures: Sequence[Throughput], shape: float) -> list[Throughput]:
+    """The other peers' figures of a backlog shape (each at its own cadence), as measured."""
+    return [
+        t for t in figures
+        if t.kind == PEER and t.key != KAFKA_CONNECT and t.window_days == shape
+    ]  # fmt: skip
 
 
 def loader_of(figures: Sequence[Throughput], shape: float) -> Throughput | None:
@@ -67,9 +80,9 @@ def sinks_of(figures: Sequence[Throughput], shape: float) -> list[Throughput]:
 
 
 def table(figures: Sequence[Throughput]) -> list[str]:
-    """The headline table: per shape, the loader and the sink at each interval (the best one
-    marked), every row visible after (median and range of the runs), then the secondary
-    figures; `CAVEAT` under it. Empty when neither system was measured."""
+    """The headline table: per shape, the loader, the sink at each interval (the best one
+    marked) and the other peers, every row visible after (median and range of the runs), then
+    the secondary figures; `CAVEAT` under it. Empty when none was measured."""
     lines = [
         "| backlog | system | every row visible after, median | shortest-longest | runs "
         "| first visible after | rows/s once rows appear | data files |",
@@ -78,7 +91,7 @@ def table(figures: Sequence[Throughput]) -> list[str]:
     for shape in shapes(figures):
         loader, sinks = loader_of(figures, shape), sinks_of(figures, shape)
         best = best_sink(sinks)
-        for t in [*([loader] if loader else []), *sinks]:
+        for t in [*([loader] if loader else []), *sinks, *others_of(figures, shape)]:
             label = f"{t.label} (best interval)" if t is best else t.label
             spread = t.seconds_spread
             cells = [

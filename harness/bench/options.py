@@ -5,7 +5,8 @@ few minutes; the sizes (``--rows``, ``--freshness-seconds``, ``--window-days 1``
 rest. ``--loader`` names the loaders measured on the backlog: icefloe's own always (the bounds'
 ratios are its), and the Apache Iceberg Kafka Connect sink with ``kafka-connect``, which the
 default (``auto``) adds when the sink is provisioned, at each of ``--sink-intervals`` (its
-commit interval, seconds: 1, 5 and 10 by default). ``--repeat N`` measures every backlog figure N
+commit interval, seconds: 1, 5 and 10 by default), and Spark's own streaming sink when named
+(``spark-sink``). ``--repeat N`` measures every backlog figure N
 times and reports the median and the spread; the headline's systems (the loader in local mode and
 the sink at each interval) are measured at least ``--headline-repeat`` times (3), so that the
 headline's medians are medians.
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.bench.stats import MEDIAN_RUNS
+from harness.loaders.spark_sink import SPECS
 from loader.config import (
     DEFAULT_FIRST_SLICE_RECORDS,
     DEFAULT_JIT,
@@ -40,8 +42,12 @@ BACKLOG_PARTS: tuple[str, ...] = (RAW, ENGINE, PARQUET, BASELINE, LOCAL, CLUSTER
 ICEFLOE = "icefloe"
 KAFKA_CONNECT = "kafka-connect"
 AUTO = "auto"
-LOADERS: tuple[str, ...] = (ICEFLOE, KAFKA_CONNECT)
-"""What ``--loader`` names: icefloe's loader, the Kafka Connect sink; ``auto`` is the default."""
+SHIPPED: tuple[str, ...] = tuple(SPECS)
+"""Loaders the kit ships as command descriptions (Spark's own streaming sink), measured when
+named."""
+LOADERS: tuple[str, ...] = (ICEFLOE, KAFKA_CONNECT, *SHIPPED)
+"""What ``--loader`` names: icefloe's loader, the Kafka Connect sink, the shipped command
+loaders; ``auto`` is the default."""
 
 DEFAULT_ROWS = 1_000_000
 DEFAULT_WINDOWS: tuple[float, ...] = (1.0, 30.0)
@@ -72,7 +78,8 @@ class BenchOptions:
         first_slice: the loaders' ``[kafka] first_slice_records`` (0: no slice).
         skip: parts not to run.
         out: where the JSON, Markdown and PNG go (None: under the run directory).
-        loaders: ``("auto",)``, or the loaders named (``icefloe``, ``kafka-connect``).
+        loaders: ``("auto",)``, or the loaders named (``icefloe``, ``kafka-connect``,
+            ``spark-sink``...).
         repeat: how many times each backlog figure is measured (the median is reported).
         headline_repeat: the fewest times the headline's systems (the loader in local mode, the
             sink at each interval) are measured.
@@ -110,6 +117,10 @@ class BenchOptions:
         if KAFKA_CONNECT in self.loaders:
             return True
         return AUTO in self.loaders and provisioned
+
+    def shipped(self) -> tuple[str, ...]:
+        """The shipped command loaders measured (only those named: none by default)."""
+        return tuple(name for name in SHIPPED if name in self.loaders)
 
     def tuning(self, *, local: bool = True) -> dict[str, Any]:
         """The loader settings this run sets, as sections: ``[spark] jit`` only for a loader
@@ -234,7 +245,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=d.loaders,
         help=(
             "loaders measured on the backlog, comma-separated: icefloe (always measured), "
-            "kafka-connect (the Iceberg Kafka Connect sink, provisioned if missing); auto "
+            "kafka-connect (the Iceberg Kafka Connect sink, provisioned if missing), "
+            f"{', '.join(SHIPPED)} (Spark's own streaming sink); auto "
             "(default): kafka-connect too when it is provisioned"
         ),
     )

@@ -1,4 +1,5 @@
-"""Peer loaders on the backlog: the Apache Iceberg Kafka Connect sink beside icefloe's loader.
+"""Peer loaders on the backlog: the Apache Iceberg Kafka Connect sink and the command loaders
+the kit ships (Spark's own streaming sink) beside icefloe's loader.
 
 The sink reads the same topic into a table of its own and is timed as the loader is: from its
 worker's process start to every row visible in Trino, and from the first visible row to the
@@ -11,11 +12,15 @@ is all valid rows), and the commit interval the bench gives (``--sink-intervals`
 wants rows within seconds sets a short one). Each interval is a system of its own in the report;
 the headline compares the loader with the best. The worker's JVM runs with Connect's launch
 scripts' flags (`harness.loaders.kafka_connect.JVM_FLAGS`), recorded with each figure.
+
+A shipped command loader (``spark-sink``) runs as scenarios run it, from its description
+(`harness.loaders.spark_sink`), timed from its process start to every row visible.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
@@ -108,3 +113,44 @@ def worker_jvm(command: Sequence[str]) -> str:
     flags = [w for w in command[1:end] if not w.startswith("-Dlog4j2.")]
     found = read_jdk(Path(command[0]).parent.parent)
     return describe_jvm(found.feature if found else None, flags)
+
+
+def run_shipped(
+    stack: Any, name: str, folder: Path, table: str, topic: str, rows: int
+) -> Throughput:
+    """The shipped command loader ``name`` (``harness.loaders.kinds``) on a backlog of ``rows``
+    rows of ``topic``, into ``table``, as its description runs it.
+
+    Raises:
+        RuntimeError: it exited, or not every row was visible within an hour.
+    """
+    from harness.history import History
+    from harness.loaders.base import LoaderTarget
+    from harness.loaders.kinds import resolve
+
+    kind = resolve(name)
+    target = LoaderTarget(f"bench-{uuid.uuid4().hex[:6]}", table, (topic,), None, folder)
+    loader: Any = kind.make(target, stack, History.of([]))
+    try:
+        started = time.monotonic()
+        loader.start(wait=False)
+
+        def alive() -> str | None:
+            return None if loader.is_running() else f"it exited:\n{loader.log_tail(20)}"
+
+        seen = watch_until_visible(stack, table, rows, started, TIMEOUT_S, alive)
+    finally:
+        loader.close()
+    observer = kind.observer(target)
+    return Throughput(
+        name.replace("-", "_"),
+        f"peer: {name} (Spark {versions.SPARK}, Iceberg {versions.ICEBERG})",
+        PEER,
+        rows,
+        seen.all_seconds,
+        seen.first_seconds,
+        seen.first_rows,
+        detail=f"{kind.describe()['command']}; commits every {observer.cadence_s:g} s",
+        files=data_files(stack, table),
+        commit_interval_s=observer.cadence_s,
+    )

@@ -248,6 +248,13 @@ def _turns(
             return peers.run_kafka_connect(stack, where, table, topic, rows, interval)
 
         turns.append(Turn(f"Kafka Connect sink ({interval:g} s commits)", the_sink, headline=True))
+    for name in options.shipped():
+
+        def the_shipped(n: int, name: str = name) -> Throughput:
+            table = schema.table(name.replace("-", "_"))
+            return peers.run_shipped(stack, name, folder / f"{name}-{n}", table, topic, rows)
+
+        turns.append(Turn(name, the_shipped, headline=True))
     return turns
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from rich.markup import escape
 
 from harness.console import say
+from harness.loaders.kinds import NAMES as LOADER_NAMES
 
 DEFAULT_LOADERS = ("icefloe", "kafka-connect")
 SEMANTICS = Path(__file__).resolve().parents[2] / "scenarios" / "semantics" / "hostile_inputs.toml"
@@ -44,7 +45,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--loader",
         action="append",
         metavar="NAME",
-        help="a loader to test: icefloe, kafka-connect or command:FILE (repeat; default: "
+        help=f"a loader to test: {', '.join(LOADER_NAMES)} (repeat; default: "
         + " and ".join(DEFAULT_LOADERS) + ")",
     )  # fmt: skip
     parser.add_argument(

@@ -4,7 +4,7 @@ with live progress; check finished runs; generate fault schedules; soak.
     icefloe scenario list [--profile ci|full]
     icefloe scenario run NAME|FILE [...] | --all  [--profile ci] [--seed N] [--break NAME]
                                                    [--breaks] [--reports DIR] [--keep]
-                                                   [--loader icefloe|kafka-connect|command:F]
+                                                   [--loader NAME]
     icefloe scenario check RUN_DIR [...]      recompute verdicts from a run's folder, offline
     icefloe scenario generate [--profile ci|break] [--loader KEY=VALUE] [--seed N] [--found F]
                               [--shrink-minutes M]
@@ -30,6 +30,7 @@ from rich.markup import escape
 
 from harness.cli.stack import healthy_stack
 from harness.console import print_table, say
+from harness.loaders.kinds import NAMES as LOADER_NAMES
 
 _QUIET = {"step"}  # step boundaries are implied by the events they cause
 _POLLED = {"duplicates", "commits", "dead_letters"}
@@ -82,8 +83,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 _LOADER_HELP = (
-    "the loader under test: icefloe (the default), kafka-connect, or command:FILE (a loader "
-    "described by a command line and a configuration template; docs/loaders.md)"
+    f"the loader under test: {', '.join(LOADER_NAMES)} (icefloe by default; command:FILE is a "
+    "loader described by a command line and a configuration template; docs/loaders.md)"
 )
 
 

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.observer import Letter
+from harness.observer import NO_ID, Letter
 
 __all__ = ["SENT", "Fate", "fates", "markdown"]
 
@@ -41,6 +41,7 @@ LOADED = "loaded"
 DEAD_LETTER = "dead letter"
 STOPPED = "stopped"
 DROPPED = "dropped"
+NAMELESS = "dropped, or a row with no id"
 PASSED = "passed, not loaded"
 NOT_REACHED = "not reached"
 
@@ -60,8 +61,10 @@ class Fate:
             kinds), ``not reached`` (after the message its exit named), ``passed, not loaded``
             (neither, though a later message got somewhere, or before the message its exit named:
             skipped, or in a batch never committed before it stopped), or several joined by
-            ``+``.
+            ``+``; ``dropped, or a row with no id`` where the loader went on and its table
+            holds rows whose event id is null (which messages they were cannot be told).
         stored: For loaded rows: the targeted column's value (or the whole row), per row.
+        nameless: Rows with no event id in the loader's table (the same for every kind).
     """
 
     kind: str
@@ -70,6 +73,7 @@ class Fate:
     dead_lettered: int
     outcome: str
     stored: tuple[str, ...] = field(default_factory=tuple)
+    nameless: int = 0
 
     def text(self) -> str:
         """The table's cell: the outcome, and what a loaded value became."""
@@ -121,6 +125,8 @@ def fates(
     by_id = {str(row[0]): row for row in rows if row}
     after = list(after_ids)
     stopped = bool(after) and not any(table_counts.get(i) for i in after)
+    # A row whose id did not survive (e.g. parsed permissively to nulls) names no message.
+    nameless = table_counts.get(NO_ID, 0)
     kinds: dict[str, list[Any]] = {}
     for entry in entries:
         if entry.status == "malformed" and entry.kind:
@@ -150,7 +156,7 @@ def fates(
             parts.append(LOADED)
         if len(loaded) + len(dead) < len(sent):
             if not stopped:
-                parts.append(DROPPED)
+                parts.append(NAMELESS if nameless else DROPPED)
             elif i < last or (named and i < named[0]):
                 parts.append(PASSED)  # a later message got somewhere: this one was passed
             elif named and i > named[0]:
@@ -158,7 +164,9 @@ def fates(
             else:
                 parts.append(STOPPED)
         stored = tuple(_stored(kind, by_id[e.event_id]) for e in loaded if e.event_id in by_id)
-        out.append(Fate(kind, len(sent), len(loaded), len(dead), " + ".join(parts), stored))
+        out.append(
+            Fate(kind, len(sent), len(loaded), len(dead), " + ".join(parts), stored, nameless)
+        )
     return out
 
 
@@ -181,4 +189,11 @@ def markdown(by_loader: Mapping[str, Sequence[Fate]]) -> str:
             fate = cells.get((name, kind))
             row.append(f"{fate.text()} ({fate.sent})".replace("|", "/") if fate else "-")
         lines.append(f"| {kind} | " + " | ".join(row) + " |")
+    for name in loaders:
+        nameless = max((f.nameless for f in by_loader[name]), default=0)
+        if nameless:
+            lines.append(
+                f"\n{name}'s table holds {nameless} row(s) with no event id: messages it kept "
+                "without their id, which cannot be told apart (*dropped, or a row with no id*)."
+            )
     return "\n".join(lines) + "\n"

@@ -31,7 +31,7 @@ _PREFIXES = {
     "stalled": ("stalled", "stale", "unhealed", "unexplained_exit"),
     "coerced": ("coerced",),
 }
-_VALUE_CHECKS = ("values", "column_values")
+_VALUE_CHECKS = ("values", "column_values", "values_match_ledger")
 """Checks whose ``wrong_value`` is a value the loader changed (coerced); elsewhere it is a
 wrong fact about a row or a letter (a dead letter's error kind), kept under its own name."""
 

@@ -29,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 from harness.observer import Observer
 
 __all__ = [
+    "KINDS",
     "Capability",
     "ExitWatch",
     "Health",
@@ -36,6 +37,7 @@ __all__ = [
     "LoaderKind",
     "LoaderTarget",
     "TestHooks",
+    "loader_kind",
     "log_since",
     "log_size",
     "record_exit",
@@ -265,6 +267,22 @@ class LoaderKind(Protocol):
     def describe(self) -> dict[str, Any]:
         """Its configuration, as the conformance report prints it (no secret)."""
         ...
+
+
+KINDS: dict[str, Callable[[], LoaderKind]] = {}
+"""``--loader`` name -> what makes that kind: every module of a kind registers itself
+(:func:`loader_kind`); ``harness.loaders.kinds`` imports them all."""
+
+
+def loader_kind(*names: str) -> Callable[[Callable[[], LoaderKind]], Callable[[], LoaderKind]]:
+    """Register a factory of a loader kind under the names ``--loader`` takes."""
+
+    def register(make: Callable[[], LoaderKind]) -> Callable[[], LoaderKind]:
+        for name in names:
+            KINDS[name] = make
+        return make
+
+    return register
 
 
 def log_size(path: Path) -> int:

@@ -24,7 +24,8 @@ reads (a template), its environment, what it can do and how to tell it has start
 
     [observe]                      # how the kit tells its commits and its position (optional)
     commit_key = "my.offsets"      # a summary key each of its commits carries
-    position = "summary"           # or "group" with consumer_group = "${loader_id}"
+    position = "summary"           # or "group" with consumer_group = "${loader_id}", or
+                                   # "checkpoint" with checkpoint = "${state_dir}/checkpoint"
     position_key = "my.offsets"    # JSON {"topic": {"partition": next offset}}
     commit_interval_s = 2.0
     halt_pattern = 'topic (?P<topic>\S+) partition (?P<partition>\d+) offset (?P<offset>\d+)'
@@ -79,6 +80,7 @@ __all__ = [
     "CommandSpec",
     "ObserveSpec",
     "SpecError",
+    "checkpoint_dir",
     "consumer_group",
     "load_spec",
 ]
@@ -103,6 +105,9 @@ PLACEHOLDERS = {
     "config_file": "the rendered configuration file",
     "python": "the Python interpreter running the harness",
     "spec_dir": "the folder of this description file (to name a program kept beside it)",
+    "spark_jars": "the jars the kit provisions for Spark (Iceberg, AWS bundle, Kafka source), "
+    "comma-separated",
+    "java_home": "a Java home the kit provisions that Spark runs on",
 }
 """Placeholders the command, the configuration template and ``[env]`` may use."""
 
@@ -133,7 +138,7 @@ def _names(text: str) -> set[str]:
 HALT_GROUPS = ("topic", "partition", "offset")
 """The named groups a ``halt_pattern`` must have."""
 
-POSITIONS = ("summary", "group")
+POSITIONS = ("summary", "group", "checkpoint")
 """Where a command loader may keep its committed position (``[observe] position``)."""
 
 
@@ -148,10 +153,13 @@ class ObserveSpec:
         commit_key: A snapshot summary key every commit of the loader carries (None: every
             snapshot not made by the kit's maintenance).
         position: ``"summary"``: ``position_key`` of its newest commit on main; ``"group"``:
-            the committed offsets of ``consumer_group``; None: not observable.
+            the committed offsets of ``consumer_group``; ``"checkpoint"``: the newest
+            committed batch of the Spark streaming checkpoint in ``checkpoint``; None: not
+            observable.
         position_key: With ``"summary"``: the summary key holding JSON
             ``{"topic": {"partition": next offset}}``.
         consumer_group: With ``"group"``: the consumer group (placeholders allowed).
+        checkpoint: With ``"checkpoint"``: the checkpoint folder (placeholders allowed).
         commit_interval_s: How often it commits while it has rows (the kit's waits follow it).
         halt_pattern: A regular expression with the named groups ``topic``, ``partition`` and
             ``offset``, matching how its log names the message it stopped at.
@@ -161,9 +169,10 @@ class ObserveSpec:
     """
 
     commit_key: str | None = None
-    position: Literal["summary", "group"] | None = None
+    position: Literal["summary", "group", "checkpoint"] | None = None
     position_key: str | None = None
     consumer_group: str | None = None
+    checkpoint: str | None = None
     commit_interval_s: float | None = None
     halt_pattern: str | None = None
     dead_letter_headers: Mapping[str, str] | None = None
@@ -180,12 +189,15 @@ class ObserveSpec:
             raise SpecError('[observe] consumer_group: required with position = "group"')
         if self.position != "group" and self.consumer_group is not None:
             raise SpecError('[observe] consumer_group: read only with position = "group"')
-        if self.consumer_group is not None:
-            used = _names(self.consumer_group)
+        if self.position == "checkpoint" and not self.checkpoint:
+            raise SpecError('[observe] checkpoint: required with position = "checkpoint"')
+        if self.position != "checkpoint" and self.checkpoint is not None:
+            raise SpecError('[observe] checkpoint: read only with position = "checkpoint"')
+        for key in ("consumer_group", "checkpoint"):
+            used = _names(getattr(self, key) or "")
             if used - set(PLACEHOLDERS):
                 raise SpecError(
-                    f"[observe] consumer_group: unknown placeholder(s) "
-                    f"{sorted(used - set(PLACEHOLDERS))}"
+                    f"[observe] {key}: unknown placeholder(s) {sorted(used - set(PLACEHOLDERS))}"
                 )
         if self.commit_key is not None and not self.commit_key:
             raise SpecError("[observe] commit_key: an empty key (leave it out instead)")
@@ -207,8 +219,8 @@ class ObserveSpec:
 
 
 OBSERVE_KEYS = (
-    "commit_key", "position", "position_key", "consumer_group", "commit_interval_s",
-    "halt_pattern", "dead_letter_headers",
+    "commit_key", "position", "position_key", "consumer_group", "checkpoint",
+    "commit_interval_s", "halt_pattern", "dead_letter_headers",
 )  # fmt: skip
 LETTER_HEADERS = ("topic", "partition", "offset", "reason")
 """What ``[observe.dead_letter_headers]`` names: the source message's coordinates, and why."""
@@ -222,7 +234,9 @@ def _observe(table: object) -> ObserveSpec:
     if unknown:
         raise SpecError(f"[observe]: unknown key(s) {unknown}; known: {list(OBSERVE_KEYS)}")
     texts = {}
-    for key in ("commit_key", "position", "position_key", "consumer_group", "halt_pattern"):
+    for key in (
+        "commit_key", "position", "position_key", "consumer_group", "checkpoint", "halt_pattern"
+    ):  # fmt: skip
         value = table.get(key)
         if value is not None and not isinstance(value, str):
             raise SpecError(f"[observe] {key}: {value!r}, expected a string")
@@ -248,9 +262,10 @@ def _observe(table: object) -> ObserveSpec:
     return ObserveSpec(
         dead_letter_headers=headers,
         commit_key=texts["commit_key"],
-        position=cast(Literal["summary", "group"] | None, texts["position"]),
+        position=cast(Literal["summary", "group", "checkpoint"] | None, texts["position"]),
         position_key=texts["position_key"],
         consumer_group=texts["consumer_group"],
+        checkpoint=texts["checkpoint"],
         commit_interval_s=None if interval is None else float(interval),
         halt_pattern=texts["halt_pattern"],
     )
@@ -382,24 +397,54 @@ def values(
     def of_stack(name: str) -> str:
         return str(getattr(stack, name)) if stack is not None else ""
 
-    return {
-        "bootstrap_servers": endpoints.get("kafka.bootstrap", of_stack("bootstrap_servers")),
-        "topic": target.topics[0],
-        "topics": ",".join(target.topics),
-        "table": target.table,
-        "namespace": namespace,
-        "table_name": table,
-        "catalog_uri": endpoints.get("catalog.uri", of_stack("catalog_uri")),
-        "warehouse": f"s3://{keys.WAREHOUSE_BUCKET}/",
-        "s3_endpoint": endpoints.get("catalog.s3_endpoint", of_stack("s3_endpoint")),
-        "s3_region": keys.S3_REGION,
-        "dead_letter_topic": target.dead_letter_topic or "",
-        "loader_id": target.loader_id,
-        "state_dir": str(target.state_dir.resolve()),
-        "config_file": str(config_file),
-        "python": sys.executable,
-        "spec_dir": str((spec_dir or Path()).resolve()),
-    }
+    return _Values(
+        stack,
+        {
+            "bootstrap_servers": endpoints.get("kafka.bootstrap", of_stack("bootstrap_servers")),
+            "topic": target.topics[0],
+            "topics": ",".join(target.topics),
+            "table": target.table,
+            "namespace": namespace,
+            "table_name": table,
+            "catalog_uri": endpoints.get("catalog.uri", of_stack("catalog_uri")),
+            "warehouse": f"s3://{keys.WAREHOUSE_BUCKET}/",
+            "s3_endpoint": endpoints.get("catalog.s3_endpoint", of_stack("s3_endpoint")),
+            "s3_region": keys.S3_REGION,
+            "dead_letter_topic": target.dead_letter_topic or "",
+            "loader_id": target.loader_id,
+            "state_dir": str(target.state_dir.resolve()),
+            "config_file": str(config_file),
+            "python": sys.executable,
+            "spec_dir": str((spec_dir or Path()).resolve()),
+        },
+    )
+
+
+class _Values(dict[str, str]):
+    """Placeholder values; the Spark runtime's (``spark_jars``, ``java_home``) looked up only
+    when a description uses them, so a loader without Spark never needs it provisioned."""
+
+    def __init__(self, stack: Any, known: Mapping[str, str]) -> None:
+        super().__init__(known)
+        self.stack = stack
+
+    def __missing__(self, name: str) -> str:
+        if name not in ("spark_jars", "java_home"):
+            raise KeyError(name)
+        if self.stack is None:
+            return ""
+        from harness.provision import jdk
+        from harness.provision.layout import Layout
+
+        cache = self.stack.config.cache_dir
+        jars = sorted(str(p) for p in Layout(cache).spark_jars.glob("*.jar"))
+        if not jars:
+            raise FileNotFoundError(
+                f"no Spark jars in {Layout(cache).spark_jars}: run `icefloe provision`"
+            )
+        self["spark_jars"] = ",".join(jars)
+        self["java_home"] = str(jdk.spark_java_home(cache))
+        return self[name]
 
 
 def consumer_group(spec: CommandSpec, target: LoaderTarget, stack: Any = None) -> str | None:
@@ -415,11 +460,20 @@ def consumer_group(spec: CommandSpec, target: LoaderTarget, stack: Any = None) -
         ``[observe] consumer_group`` with its placeholders filled in, or None when the
         description keeps its position elsewhere (``position`` is not ``"group"``).
     """
-    if spec.observe.consumer_group is None:
+    return _rendered(spec, spec.observe.consumer_group, target, stack)
+
+
+def checkpoint_dir(spec: CommandSpec, target: LoaderTarget) -> str | None:
+    """``[observe] checkpoint`` with its placeholders filled in for ``target`` (None: the
+    description keeps its position elsewhere)."""
+    return _rendered(spec, spec.observe.checkpoint, target, None)
+
+
+def _rendered(spec: CommandSpec, text: str | None, target: LoaderTarget, stack: Any) -> str | None:
+    if text is None:
         return None
     config_file = target.state_dir.resolve() / spec.config_name
-    mapping = values(target, stack, config_file, _spec_dir(spec))
-    return string.Template(spec.observe.consumer_group).substitute(mapping)
+    return string.Template(text).substitute(values(target, stack, config_file, _spec_dir(spec)))
 
 
 def _spec_dir(spec: CommandSpec) -> Path | None:
@@ -464,7 +518,7 @@ class CommandLoader(OneProcessLoader):
 
     def _render(self, text: str, extra: Mapping[str, str] | None = None) -> str:
         mapping = values(self.target, self.stack, self.config_file, _spec_dir(self.spec))
-        return string.Template(text).substitute({**mapping, **(extra or {})})
+        return string.Template(text).substitute(mapping, **(extra or {}))
 
     def argv(self) -> list[str]:
         """The command line (no credential in it)."""
@@ -624,11 +678,13 @@ class CommandKind:
 
     Args:
         spec: The description.
+        name: What ``--loader`` calls it, for a description the kit ships (default:
+            ``command:<its file>``).
     """
 
-    def __init__(self, spec: CommandSpec) -> None:
+    def __init__(self, spec: CommandSpec, name: str | None = None) -> None:
         self.spec = spec
-        self.name = f"{PREFIX}{spec.path}" if spec.path is not None else spec.name
+        self.name = name or (f"{PREFIX}{spec.path}" if spec.path is not None else spec.name)
         self.capabilities = spec.capabilities
 
     def make(self, target: LoaderTarget, stack: Any, history: Any) -> CommandLoader:
@@ -653,6 +709,7 @@ class CommandKind:
             position=observe.position,
             position_key=observe.position_key,
             consumer_group=consumer_group(self.spec, target),
+            checkpoint_dir=checkpoint_dir(self.spec, target),
             cadence_s=interval,
             drain_s=30.0 + 5 * interval if interval is not None else Observer.drain_s,
             halt_pattern=observe.halt_pattern,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.loaders.base import Capability, LoaderTarget
+from harness.loaders.base import Capability, LoaderTarget, loader_kind
 from harness.loaders.config import stack_loader_config
 from harness.loaders.process import LoaderProcess
 from harness.observer import Observer, icefloe_observer
@@ -87,6 +87,7 @@ def icefloe_config(
     return loader_settings.override(config, settings, origin)
 
 
+@loader_kind(NAME)
 class IcefloeKind:
     """Makes icefloe loader processes (``python -m loader run``) for a run.
 

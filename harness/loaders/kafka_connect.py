@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.history import History
-from harness.loaders.base import Capability, ExitWatch, Health, OneProcessLoader
+from harness.loaders.base import Capability, ExitWatch, Health, OneProcessLoader, loader_kind
 from harness.observer import GROUP, Observer
 from harness.provision import kafka_connect as provisioning
 from harness.provision.layout import Layout
@@ -852,6 +852,7 @@ class KafkaConnectLoader(OneProcessLoader):
             self.sink.history.record("loader", "fail", "delete_topics", error=str(exc)[:300])
 
 
+@loader_kind(NAME)
 class KafkaConnectKind:
     """Makes Kafka Connect sinks for a run (``--loader kafka-connect``).
 

@@ -1,15 +1,31 @@
-"""The loader kinds ``--loader NAME`` chooses from: ``icefloe``, ``kafka-connect`` and
-``command:FILE`` (a loader described by a command line and a configuration template)."""
+"""The loader kinds ``--loader NAME`` chooses from: every registered kind (icefloe's own,
+``kafka-connect``, Spark's own streaming sink as ``spark-sink`` and ``spark-sink-failfast``) and
+``command:FILE`` (a loader described by a command line and a configuration template).
+
+A kind registers itself in its own module (``harness.loaders.base.loader_kind``); a further
+kind is one more module in :data:`MODULES`.
+"""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
-from harness.loaders.base import LoaderKind
+from harness.loaders.base import KINDS, LoaderKind
 
 __all__ = ["NAMES", "resolve"]
 
-NAMES = ("icefloe", "kafka-connect", "command:FILE")
+MODULES = (
+    "harness.loaders.icefloe",
+    "harness.loaders.kafka_connect",
+    "harness.loaders.spark_sink",
+)
+"""The modules whose kinds ``--loader`` knows by name."""
+
+for _module in MODULES:
+    importlib.import_module(_module)
+
+NAMES = (*KINDS, "command:FILE")
 """What ``--loader`` accepts, for help texts."""
 
 
@@ -17,7 +33,7 @@ def resolve(name: str | None) -> LoaderKind:
     """The loader kind ``name`` names (``None``: icefloe's own).
 
     Args:
-        name: ``icefloe``, ``kafka-connect`` or ``command:<path to its TOML description>``.
+        name: One of :data:`NAMES`, or ``command:<path to its TOML description>``.
 
     Returns:
         The kind.
@@ -27,12 +43,11 @@ def resolve(name: str | None) -> LoaderKind:
         harness.loaders.command.SpecError: a command loader's description is wrong.
         OSError: its description cannot be read.
     """
-    from harness.loaders import command, icefloe, kafka_connect
+    from harness.loaders import command, icefloe
 
-    if name is None or name == icefloe.NAME:
-        return icefloe.IcefloeKind()
-    if name == kafka_connect.NAME:
-        return kafka_connect.KafkaConnectKind()
+    name = name or icefloe.NAME
+    if name in KINDS:
+        return KINDS[name]()
     if name.startswith(command.PREFIX):
         return command.CommandKind(command.load_spec(Path(name.removeprefix(command.PREFIX))))
     raise ValueError(f"unknown loader {name!r}; one of {', '.join(NAMES)}")

@@ -17,10 +17,20 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from harness.history import History
-from harness.observer import GROUP, SUMMARY, Positions, decode_positions, encode_positions
+from harness.observer import (
+    CHECKPOINT,
+    GROUP,
+    NO_ID,
+    SUMMARY,
+    Positions,
+    checkpoint_position,
+    decode_positions,
+    encode_positions,
+)
 
 __all__ = ["RecordingClient", "metadata_table"]
 
@@ -136,7 +146,7 @@ class RecordingClient:
     def ids(self, table: str, *, attempts: int = 30) -> set[str]:
         """The distinct event ids the table holds now (recorded as added/removed ids)."""
         statement = f"SELECT DISTINCT event_id FROM {table}"
-        now = {str(r[0]) for r in self._read("ids", statement, attempts)}
+        now = {_id(r[0]) for r in self._read("ids", statement, attempts)}
         with self._lock:
             before = self._ids.get(table, set())
             self._ids[table] = now
@@ -154,7 +164,7 @@ class RecordingClient:
     def table_counts(self, table: str, *, attempts: int = 30) -> dict[str, int]:
         """How many rows carry each event id (the final read-back), recorded in full."""
         statement = f"SELECT event_id, count(*) FROM {table} GROUP BY event_id"
-        counts = {str(eid): int(n) for eid, n in self._read("table", statement, attempts)}
+        counts = {_id(eid): int(n) for eid, n in self._read("table", statement, attempts)}
         self.history.record(
             "read",
             "ok",
@@ -169,7 +179,7 @@ class RecordingClient:
     def duplicates(self, table: str, *, attempts: int = 3) -> dict[str, int]:
         """Event ids held more than once, recorded (empty while all is well)."""
         statement = f"SELECT event_id, count(*) FROM {table} GROUP BY event_id HAVING count(*) > 1"
-        found = {str(eid): int(n) for eid, n in self._read("duplicates", statement, attempts)}
+        found = {_id(eid): int(n) for eid, n in self._read("duplicates", statement, attempts)}
         self.history.record("read", "ok", "duplicates", table=table, values=sorted(found.items()))
         return found
 
@@ -227,7 +237,8 @@ class RecordingClient:
 
     def positions(self, table: str, observer: Any, *, final: bool = False) -> Positions | None:
         """The loader's committed position now, as its observer says where it is: the offsets
-        in its newest commit on main (``summary``) or its consumer group's (``group``).
+        in its newest commit on main (``summary``), its consumer group's (``group``) or its
+        Spark checkpoint's newest committed batch's (``checkpoint``).
 
         Recorded (``read``/``positions``: its source, what holds it, the offsets) when it
         changed since the previous read of the table, and always when ``final``.
@@ -249,6 +260,9 @@ class RecordingClient:
                 )
             elif observer.position == SUMMARY:
                 values, held_by = self._summary_position(table, observer.position_key)
+            elif observer.position == CHECKPOINT:
+                batch, values = checkpoint_position(Path(observer.checkpoint_dir))
+                held_by = {"checkpoint": observer.checkpoint_dir, "batch": batch}
             else:
                 return None
         except Exception as exc:
@@ -426,3 +440,8 @@ def _decode_headers(raw: Any) -> dict[str, str]:
         text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value or "")
         out[str(key)] = text
     return out
+
+
+def _id(value: Any) -> str:
+    """An ``event_id`` as read: its text, or :data:`~harness.observer.NO_ID` for a null."""
+    return NO_ID if value is None else str(value)

@@ -253,3 +253,17 @@ def test_the_jvms_are_read_from_the_loaders_settings_and_the_workers_command(
     java = str(_jdk(tmp_path / "jdk21", "21.0.4") / "bin" / "java")
     command = [java, "-Xms256m", "-Xmx2g", "-Dlog4j2.configurationFile=x", "-cp", "a.jar", "Main"]
     assert worker_jvm(command) == "Java 21: -Xms256m -Xmx2g"
+
+
+def test_another_peer_is_a_headline_row_at_its_own_cadence_and_named_on_the_command_line() -> None:
+    made = report()
+    runs = [
+        Throughput("spark_sink", "peer: spark-sink", PEER, 1000, s, s, 1000, files=2)
+        for s in (31.0, 29.5, 30.1)
+    ]
+    made.throughputs.append(median_run(runs))
+    text = made.to_markdown()
+    assert "| event times within 1 day | peer: spark-sink | 30.1 s | 29.5-31.0 s | 3 |" in text
+    options = parse(["--loader", "icefloe,spark-sink"])
+    assert options.shipped() == ("spark-sink",) and not options.kafka_connect(provisioned=False)
+    assert parse([]).shipped() == ()  # measured only when named

@@ -221,3 +221,15 @@ def test_every_kinds_observer_survives_its_record_in_a_history(tmp_path: Any) ->
         assert observer_of(history.events) == observer
     sink = KafkaConnectKind().observer(target)
     assert sink.log_facts and sink.discovery_s == 300.0 and sink.cadence_s == 10.0
+
+
+def test_rows_without_an_id_are_each_unexpected_and_name_no_message() -> None:
+    from harness.observer import NO_ID
+
+    history = History.of([observer_event(SUMMARY_LOADER)])
+    present = [e.event_id for e in LEDGER]
+    observed = Observed({**dict.fromkeys(present, 1), NO_ID: 3})
+    result = run_check("exactly_once", history, LEDGER, observed)
+    unexpected = result.anomalies["unexpected"]
+    assert unexpected.count == 3 and unexpected.keyed
+    assert "a row with no event_id (3 such)" in unexpected.examples[0]

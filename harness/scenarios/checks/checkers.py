@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.history import Event, History, select
-from harness.observer import Letter, observer_of
+from harness.observer import NO_ID, Letter, observer_of
 from harness.scenarios.checks.compare import (
     DeadLetterVerdict,
     compare_dead_letters,
@@ -282,7 +282,12 @@ def judge_rows(
     for eid in verdict.undeleted:
         found.add("undeleted", f"{where(eid)} removed by retention, back x{counts[eid]}", eid)
     for eid in verdict.unexpected:
-        found.add("unexpected", f"{eid}: never published", eid)
+        if eid == NO_ID:  # rows whose id did not survive: each row counts, none names a message
+            nameless = counts[eid]
+            for n in range(nameless):
+                found.add("unexpected", f"a row with no event_id ({nameless} such)", f"no-id-{n}")
+        else:
+            found.add("unexpected", f"{eid}: never published", eid)
     late: set[str] = late_ids(history, first_seen or {}) & set(counts) if history else set()
     stats = {
         "expected": verdict.expected,
@@ -607,11 +612,16 @@ def check_column_values(
                     continue  # absence is the exactly_once checker's business
                 got = values[eid]
                 if want_null and got is not None:
-                    found.add("wrong_value", f"{eid} ({phase}): {column}={got!r}, expected NULL")
+                    found.add(
+                        "wrong_value",
+                        f"{eid} ({phase}): {column}={got!r}, expected NULL",
+                        key=f"{eid}:{column}",
+                    )
                 elif not want_null and got != params["value"]:
                     found.add(
                         "wrong_value",
                         f"{eid} ({phase}): {column}={got!r}, expected {params['value']!r}",
+                        key=f"{eid}:{column}",
                     )
     return found.result("column_values", f"{column} NULL before, filled after", stats)
 

@@ -475,7 +475,9 @@ def check_values_match_ledger(
             if not any(_same_value(got.get(column), w) for w in wants):
                 expected = " or ".join(repr(w) for w in wants)
                 found.add(
-                    "wrong_value", f"{eid}: {column}={got.get(column)!r}, expected {expected}"
+                    "wrong_value",
+                    f"{eid}: {column}={got.get(column)!r}, expected {expected}",
+                    key=f"{eid}:{column}",
                 )
     stats = {
         "rows": checked,

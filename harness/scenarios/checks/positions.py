@@ -44,7 +44,8 @@ class PositionRead:
     Attributes:
         time: When it was read (epoch seconds).
         values: Topic -> partition -> next offset.
-        held_by: What holds it (``snapshot 123``, ``group connect-x``).
+        held_by: What holds it (``snapshot 123``, ``consumer group connect-x``, ``the
+            checkpoint's committed batch 7``).
         final: The read at the end of the run.
     """
 
@@ -61,6 +62,8 @@ def position_reads(history: Iterable[Event]) -> list[PositionRead]:
         values = decode_positions(e.data.get("values") or {}) or {}
         if "group" in e.data:
             held = f"consumer group {e.data['group']}"
+        elif "checkpoint" in e.data:
+            held = f"the checkpoint's committed batch {e.data.get('batch')}"
         else:
             held = f"snapshot {e.data.get('snapshot')}"
         out.append(PositionRead(e.time, values, held, bool(e.data.get("final"))))

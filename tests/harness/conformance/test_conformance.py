@@ -62,6 +62,15 @@ def test_the_table_names_each_finding_with_its_seed_file_and_replay() -> None:
     assert "exactly_once: lost x4" in text and "--seed 7" in text
     assert table.category("duplicated_dead_letter") == "duplicated"
     assert table.category("wrong_value", "values") == "coerced"
+    # A value two checks found changed is one coerced message, not two findings.
+    assert table.category("wrong_value", "values_match_ledger") == "coerced"
+    both = []
+    for name in ("column_values", "values_match_ledger"):
+        wrong = Anomaly("wrong_value")
+        for i in range(3):
+            wrong.add(f"e{i}: note=None, expected 7", key=f"e{i}:note")
+        both.append(CheckResult(name, "invalid", "", anomalies={"wrong_value": wrong}))
+    assert table.merged(both) == {"coerced": 3}
     assert table.category("wrong_value", "dead_letter") is None
     assert table.category("taken_back") is None
 
@@ -149,3 +158,22 @@ def test_a_finding_is_reproduced_when_each_of_its_anomalies_shows_again() -> Non
     shown, text = reproduced(found, {**found, "exactly_once: duplicated": 2})
     assert shown and "also exactly_once: duplicated" in text
     assert not reproduced(found, {})[0]
+
+
+def test_rows_without_an_id_make_a_kind_that_went_nowhere_unattributable() -> None:
+    """A permissive loader keeps a row of nulls for what it cannot parse: such rows name no
+    message, so a kind nowhere else is *dropped, or a row with no id*, never plainly dropped."""
+    from harness.observer import NO_ID
+
+    ledger = [
+        _entry(0, "malformed", "invalid_json"),
+        _entry(1, "malformed", "tombstone"),
+        _entry(2),
+    ]
+    plain = semantics.fates(ledger, {"id2": 1}, [], [], ["id2"])
+    assert [f.outcome for f in plain] == [semantics.DROPPED, semantics.DROPPED]
+    nameless = semantics.fates(ledger, {"id2": 1, NO_ID: 2}, [], [], ["id2"])
+    assert [f.outcome for f in nameless] == [semantics.NAMELESS, semantics.NAMELESS]
+    text = semantics.markdown({"permissive": nameless})
+    assert "| invalid_json | dropped, or a row with no id (1) |" in text
+    assert "permissive's table holds 2 row(s) with no event id" in text
