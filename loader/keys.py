@@ -140,6 +140,11 @@ REST_CONNECTION_TIMEOUT_MS = "rest.client.connection-timeout-ms"
 REST_SOCKET_TIMEOUT_MS = "rest.client.socket-timeout-ms"
 """Iceberg's Java REST client: how long a read may wait for bytes."""
 
+REST_METRICS_REPORTING = "rest-metrics-reporting-enabled"
+"""Iceberg's Java REST catalog: send each commit's and scan's metrics report to the catalog
+(``POST .../metrics``), synchronously, after the commit. Off in the loader: nothing reads them,
+and the request sat between every batch's staged commit and its publish."""
+
 S3_APACHE_CONNECTION_TIMEOUT_MS = "http-client.apache.connection-timeout-ms"
 S3_APACHE_SOCKET_TIMEOUT_MS = "http-client.apache.socket-timeout-ms"
 S3_URLCONNECTION_CONNECTION_TIMEOUT_MS = "http-client.urlconnection.connection-timeout-ms"

@@ -68,7 +68,7 @@ from harness.loaders.base import (
     LoaderTarget,
     OneProcessLoader,
 )
-from harness.observer import Observer
+from harness.observer import HALT_GROUPS, Observer
 from harness.stack import keys
 from harness.stack.process import ManagedProcess
 
@@ -134,9 +134,6 @@ def _names(text: str) -> set[str]:
             raise SpecError(f"a lone '$' in {text!r}: write $$ for a dollar sign")
     return found
 
-
-HALT_GROUPS = ("topic", "partition", "offset")
-"""The named groups a ``halt_pattern`` must have."""
 
 POSITIONS = ("summary", "group", "checkpoint")
 """Where a command loader may keep its committed position (``[observe] position``)."""

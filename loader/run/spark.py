@@ -88,6 +88,7 @@ def catalog_options(config: LoaderConfig, *, secrets: bool) -> dict[str, str]:
         base + ".uri": cat.uri,
         # Every micro-batch must see the table as it is now (schema, snapshots).
         base + ".cache-enabled": "false",
+        base + "." + keys.REST_METRICS_REPORTING: "false",
         base + ".io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
         base + ".client.region": cat.s3_region,
         base + ".s3.path-style-access": "true" if cat.s3_path_style else "false",

@@ -619,3 +619,21 @@ def test_config_action_prints_a_file_that_loads_back(
     assert run(build_parser().parse_args(["config", "--config", str(path)])) == 0
     printed = write(tmp_path, capsys.readouterr().out, "printed.toml")
     assert load_config(printed, env={}) == load_config(path, env={})
+
+
+def test_spark_catalog_sends_no_metrics_reports_and_holds_the_secret_only_when_asked() -> None:
+    from loader import keys as loader_keys
+    from loader.config import Secret
+    from loader.run.spark import catalog_options
+
+    cfg = LoaderConfig(
+        table=TableId.parse("lake.s.t"),
+        kafka=KafkaConfig(bootstrap="k:1", topics=("t",)),
+        catalog=CatalogConfig(uri="http://c", s3_secret_key=Secret("hidden")),
+    )
+    opts = catalog_options(cfg, secrets=False)
+    assert opts["spark.sql.catalog.lake." + loader_keys.REST_METRICS_REPORTING] == "false"
+    assert "hidden" not in opts.values()
+    assert catalog_options(cfg, secrets=True)["spark.sql.catalog.lake.s3.secret-access-key"] == (
+        "hidden"
+    )
