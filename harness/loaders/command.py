@@ -108,6 +108,11 @@ PLACEHOLDERS = {
     "spark_jars": "the jars the kit provisions for Spark (Iceberg, AWS bundle, Kafka source), "
     "comma-separated",
     "java_home": "a Java home the kit provisions that Spark runs on",
+    "flink_python": "PyFlink's Python, in a virtualenv of its own the kit provisions on demand",
+    "flink_jars": "the jars the kit provisions for a Flink job (the Iceberg Flink runtime, the "
+    "AWS bundle, Flink's Kafka connector), each quoted, comma-separated (a TOML list's items)",
+    "flink_hadoop_classpath": "Hadoop's client jars for the Flink JVM's own class path",
+    "flink_java_home": "a Java home the kit provisions that Flink runs on",
 }
 """Placeholders the command, the configuration template and ``[env]`` may use."""
 
@@ -417,30 +422,62 @@ def values(
     )
 
 
+def _spark_runtime(stack: Any) -> dict[str, str]:
+    """``spark_jars`` and ``java_home``: the kit's Spark runtime (provisioned by `icefloe
+    provision`)."""
+    from harness.provision import jdk
+    from harness.provision.layout import Layout
+
+    cache = stack.config.cache_dir
+    jars = sorted(str(p) for p in Layout(cache).spark_jars.glob("*.jar"))
+    if not jars:
+        raise FileNotFoundError(
+            f"no Spark jars in {Layout(cache).spark_jars}: run `icefloe provision`"
+        )
+    return {"spark_jars": ",".join(jars), "java_home": str(jdk.spark_java_home(cache))}
+
+
+def _flink_runtime(stack: Any) -> dict[str, str]:
+    """The ``flink_*`` placeholders: the Flink runtime, provisioned here on first use."""
+    from harness.provision import flink
+    from harness.provision.layout import Layout
+
+    layout = Layout(stack.config.cache_dir)
+    runtime = flink.provision(layout)
+    return {
+        "flink_python": str(runtime.python),
+        "flink_jars": ", ".join(f'"{p}"' for p in runtime.pipeline_jars()),
+        "flink_hadoop_classpath": runtime.hadoop_classpath(),
+        "flink_java_home": str(flink.java_home(layout)),
+    }
+
+
+_RUNTIMES = {
+    **dict.fromkeys(("spark_jars", "java_home"), _spark_runtime),
+    **dict.fromkeys(
+        ("flink_python", "flink_jars", "flink_hadoop_classpath", "flink_java_home"),
+        _flink_runtime,
+    ),
+}
+"""Placeholders whose values are a runtime's the kit provisions: looked up (or provisioned)
+only when a description uses one, so a loader without it never needs it."""
+
+
 class _Values(dict[str, str]):
-    """Placeholder values; the Spark runtime's (``spark_jars``, ``java_home``) looked up only
-    when a description uses them, so a loader without Spark never needs it provisioned."""
+    """Placeholder values; a runtime's (``_RUNTIMES``) looked up only when a description uses
+    them."""
 
     def __init__(self, stack: Any, known: Mapping[str, str]) -> None:
         super().__init__(known)
         self.stack = stack
 
     def __missing__(self, name: str) -> str:
-        if name not in ("spark_jars", "java_home"):
+        runtime = _RUNTIMES.get(name)
+        if runtime is None:
             raise KeyError(name)
         if self.stack is None:
             return ""
-        from harness.provision import jdk
-        from harness.provision.layout import Layout
-
-        cache = self.stack.config.cache_dir
-        jars = sorted(str(p) for p in Layout(cache).spark_jars.glob("*.jar"))
-        if not jars:
-            raise FileNotFoundError(
-                f"no Spark jars in {Layout(cache).spark_jars}: run `icefloe provision`"
-            )
-        self["spark_jars"] = ",".join(jars)
-        self["java_home"] = str(jdk.spark_java_home(cache))
+        self.update(runtime(self.stack))
         return self[name]
 
 

@@ -19,6 +19,7 @@ MODULES = (
     "harness.loaders.icefloe",
     "harness.loaders.kafka_connect",
     "harness.loaders.spark_sink",
+    "harness.loaders.flink",
 )
 """The modules whose kinds ``--loader`` knows by name."""
 

@@ -158,5 +158,32 @@ JAVA_RANGES: dict[str, tuple[int, int]] = {
     "kafka": (17, 24),
     "catalog": (17, 24),
     "spark": (17, 21),
+    # Flink 2.0 runs on 11, 17 and 21; on 25 Hadoop's UserGroupInformation fails
+    # ("getSubject is not supported") at the first checkpoint (docs/loaders.md).
+    "flink": (17, 21),
     "trino": (24, 25),
 }
+
+
+# --- the reference design's Flink job (a loader kind, provisioned on demand) ---------------
+# Tried together on the kit's stack (docs/loaders.md): Maven Central has iceberg-flink-runtime-2.0
+# for Iceberg 1.10.0, 1.10.1 and 1.11.0, -2.1 only for 1.11.0, no -2.2; PyPI's apache-flink of
+# the same minor drives it. Its pins (apache-beam, pyarrow 16, numpy 2.1, pandas 2.2) do not fit
+# the kit's virtualenv, so it gets one of its own in the cache.
+FLINK = "2.0.2"  # PyPI apache-flink
+FLINK_MINOR = "2.0"
+ICEBERG_FLINK = "1.10.1"  # the pair tried; 1.11.0's -2.0 runtime is untried
+FLINK_KAFKA_CONNECTOR = "4.0.1-2.0"  # flink-sql-connector-kafka for Flink 2.0
+FLINK_HADOOP = "3.3.6"  # Iceberg's Flink catalog makes a Hadoop Configuration: the shaded client
+FLINK_PIPELINE_JARS = (
+    MavenArtifact("org.apache.iceberg", f"iceberg-flink-runtime-{FLINK_MINOR}", ICEBERG_FLINK),
+    MavenArtifact("org.apache.iceberg", "iceberg-aws-bundle", ICEBERG_FLINK),
+    MavenArtifact("org.apache.flink", "flink-sql-connector-kafka", FLINK_KAFKA_CONNECTOR),
+)
+"""Handed to the job (``pipeline.jars``)."""
+FLINK_HADOOP_JARS = (
+    MavenArtifact("org.apache.hadoop", "hadoop-client-api", FLINK_HADOOP),
+    MavenArtifact("org.apache.hadoop", "hadoop-client-runtime", FLINK_HADOOP),
+)
+"""On the JVM's own class path (``HADOOP_CLASSPATH``): through ``pipeline.jars`` Iceberg's
+catalog fails with ``NoClassDefFoundError: org/apache/hadoop/conf/Configuration``."""

@@ -87,7 +87,7 @@ def test_every_kind_is_a_loader(tmp_path: Path) -> None:
     sink = KafkaConnectKind().make(_target(tmp_path), stack, history)
     assert sink.sink.history is history
     with pytest.raises(ValueError, match="unknown loader"):
-        resolve("flink")
+        resolve("no-such-loader")
 
 
 def test_a_scenario_needing_what_a_loader_lacks_is_not_applicable_with_the_reason() -> None:

@@ -1,0 +1,16 @@
+"""The reference design's Flink job as a loader kind: its job (``job.py``) and the description
+the kit runs it by (``flink.toml``, a command-loader file). Its runtime is provisioned on
+demand (``harness.provision.flink``) the first time a description asks for it."""
+
+from pathlib import Path
+
+from harness.loaders.base import LoaderKind, loader_kind
+
+SPEC = Path(__file__).with_name("flink.toml")
+
+
+@loader_kind("flink")
+def _flink() -> LoaderKind:
+    from harness.loaders import command
+
+    return command.CommandKind(command.load_spec(SPEC), "flink")
