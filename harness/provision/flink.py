@@ -76,13 +76,6 @@ class FlinkRuntime:
             and all(p.is_file() for p in self.pipeline_jars())
         )
 
-    def provision_seconds(self) -> float | None:
-        """How long the cold provisioning took, as recorded when it ran (None if unknown)."""
-        try:
-            return float(json.loads((self.root / _TIMING_FILE).read_text())["seconds"])
-        except (FileNotFoundError, ValueError, KeyError):
-            return None
-
 
 def java_home(layout: Layout) -> Path:
     """The Java home the job runs on (``versions.JAVA_RANGES["flink"]``).
