@@ -50,6 +50,7 @@ output in ``command.log`` there.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import string
 import sys
@@ -425,31 +426,43 @@ def values(
 def _spark_runtime(stack: Any) -> dict[str, str]:
     """``spark_jars`` and ``java_home``: the kit's Spark runtime (provisioned by `icefloe
     provision`)."""
+    return dict(_spark_runtime_in(Path(stack.config.cache_dir)))
+
+
+@functools.cache
+def _spark_runtime_in(cache: Path) -> tuple[tuple[str, str], ...]:
+    """``_spark_runtime`` of one cache, looked up once a process (a loader's start renders its
+    command, configuration and environment)."""
     from harness.provision import jdk
     from harness.provision.layout import Layout
 
-    cache = stack.config.cache_dir
     jars = sorted(str(p) for p in Layout(cache).spark_jars.glob("*.jar"))
     if not jars:
         raise FileNotFoundError(
             f"no Spark jars in {Layout(cache).spark_jars}: run `icefloe provision`"
         )
-    return {"spark_jars": ",".join(jars), "java_home": str(jdk.spark_java_home(cache))}
+    return (("spark_jars", ",".join(jars)), ("java_home", str(jdk.spark_java_home(cache))))
 
 
 def _flink_runtime(stack: Any) -> dict[str, str]:
     """The ``flink_*`` placeholders: the Flink runtime, provisioned here on first use."""
+    return dict(_flink_runtime_in(Path(stack.config.cache_dir)))
+
+
+@functools.cache
+def _flink_runtime_in(cache: Path) -> tuple[tuple[str, str], ...]:
+    """``_flink_runtime`` of one cache, provisioned or looked up once a process."""
     from harness.provision import flink
     from harness.provision.layout import Layout
 
-    layout = Layout(stack.config.cache_dir)
+    layout = Layout(cache)
     runtime = flink.provision(layout)
-    return {
-        "flink_python": str(runtime.python),
-        "flink_jars": ", ".join(f'"{p}"' for p in runtime.pipeline_jars()),
-        "flink_hadoop_classpath": runtime.hadoop_classpath(),
-        "flink_java_home": str(flink.java_home(layout)),
-    }
+    return (
+        ("flink_python", str(runtime.python)),
+        ("flink_jars", ", ".join(f'"{p}"' for p in runtime.pipeline_jars())),
+        ("flink_hadoop_classpath", runtime.hadoop_classpath()),
+        ("flink_java_home", str(flink.java_home(layout))),
+    )
 
 
 _RUNTIMES = {

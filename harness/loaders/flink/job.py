@@ -61,6 +61,17 @@ ZONED = "TIMESTAMP(6) WITH LOCAL TIME ZONE"
 """How Flink names an Iceberg ``timestamptz`` column's type."""
 
 
+def catalog_statement(conf: Mapping[str, object]) -> str:
+    """``CREATE CATALOG`` for the table's catalog: the stack's REST catalog and object store."""
+    catalog = str(conf["table"]).split(".", 1)[0]
+    return f"""CREATE CATALOG `{catalog}` WITH (
+  'type' = 'iceberg', 'catalog-type' = 'rest', 'uri' = '{conf["catalog_uri"]}',
+  'warehouse' = '{conf["warehouse"]}',
+  'io-impl' = 'org.apache.iceberg.aws.s3.S3FileIO',
+  's3.endpoint' = '{conf["s3_endpoint"]}', 's3.path-style-access' = 'true',
+  'client.region' = '{conf["s3_region"]}')"""
+
+
 def statements(conf: Mapping[str, object], columns: list[tuple[str, str]]) -> tuple[str, str, str]:
     """The job's three statements: the catalog, the Kafka source table, the insert.
 
@@ -69,13 +80,6 @@ def statements(conf: Mapping[str, object], columns: list[tuple[str, str]]) -> tu
         columns: the table's (name, Flink SQL type), in order (``table_columns``).
     """
     table = str(conf["table"])
-    catalog = table.split(".", 1)[0]
-    create_catalog = f"""CREATE CATALOG `{catalog}` WITH (
-  'type' = 'iceberg', 'catalog-type' = 'rest', 'uri' = '{conf["catalog_uri"]}',
-  'warehouse' = '{conf["warehouse"]}',
-  'io-impl' = 'org.apache.iceberg.aws.s3.S3FileIO',
-  's3.endpoint' = '{conf["s3_endpoint"]}', 's3.path-style-access' = 'true',
-  'client.region' = '{conf["s3_region"]}')"""
     fields = ",\n  ".join(
         f"`{name}` {'STRING' if kind == ZONED else kind}" for name, kind in columns
     )
@@ -92,7 +96,7 @@ def statements(conf: Mapping[str, object], columns: list[tuple[str, str]]) -> tu
         f"instant(`{name}`)" if kind == ZONED else f"`{name}`" for name, kind in columns
     )
     insert = f"INSERT INTO {_quote(table)} SELECT {selected} FROM `kafka_source`"
-    return create_catalog, create_source, insert
+    return catalog_statement(conf), create_source, insert
 
 
 def table_columns(env: Any, table: str) -> list[tuple[str, str]]:
@@ -148,8 +152,7 @@ def main() -> None:
         EnvironmentSettings.new_instance().in_streaming_mode().with_configuration(settings).build()
     )
     env.create_temporary_function("instant", instant)
-    create_catalog = statements(conf, [])[0]
-    env.execute_sql(create_catalog)
+    env.execute_sql(catalog_statement(conf))
     _, create_source, insert = statements(conf, table_columns(env, str(conf["table"])))
     env.execute_sql(create_source)
     result = env.execute_sql(insert)
