@@ -462,10 +462,13 @@ class LoaderJob:
             if self._stop.is_set():
                 log.info("stopped loading %s on request", self.config.table)
             return 0
-        except LoaderError:
+        except Fenced:
             raise
-        except Exception as exc:  # py4j: is Spark's JVM gone?
-            if not self._jvm_exited():
+        except Exception as exc:  # py4j, or the query failing under it: is Spark's JVM gone?
+            # A stop signal sent to the whole process group reaches Spark's JVM too: its
+            # shutdown can fail the query (any error) before this process stops it.
+            quitting = self._stop.is_set() or not isinstance(exc, LoaderError)
+            if not quitting or not self._jvm_exited():
                 raise
             return self._after_jvm_exit(exc)
         finally:

@@ -258,4 +258,4 @@ def test_variables_given_override_the_files_and_the_profiles() -> None:
         publish = find("01_exactly_once_kill9", profile=profile, variables=smaller).steps[1]
         assert (publish.params.workload.count, publish.params.workload.rate) == (1500, 30.0)
     default = find("01_exactly_once_kill9").steps[1].params.workload
-    assert (default.count, default.rate) == (3000, 20.0)
+    assert (default.count, default.rate) == (2000, 20.0)

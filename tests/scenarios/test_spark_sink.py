@@ -16,7 +16,7 @@ from tests.scenarios.own_reading import read_its_own_way
 
 pytestmark = pytest.mark.scenario
 
-# Half of 01's messages at 30/s still outlast its five kills (each waits for a commit) and keep
+# 1,500 messages at 30/s still outlast its five kills (each waits for a commit) and keep
 # the CI leg within its hour.
 VARIABLES = {"count": 1500, "rate": 30}
 

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.scenario
 
 DESCRIPTION = Path(__file__).resolve().parents[2] / "examples/loaders/pyiceberg/loader.toml"
 
-# 01 at 3,000 messages and 20/s publishes for 150 s; half as many at 30/s still outlast its five
+# 01 at 2,000 messages and 20/s publishes for 100 s; 1,500 at 30/s (50 s) still outlast its five
 # kills (each waits for the example's next commit) and keep the CI leg within its hour.
 VARIABLES = {"01_exactly_once_kill9": {"count": 1500, "rate": 30}}
 

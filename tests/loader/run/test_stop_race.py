@@ -79,3 +79,41 @@ def test_without_a_stop_a_failed_query_is_reported() -> None:
     loader.query.isActive = False
     with pytest.raises(LoaderError, match="streaming query failed: boom"):
         loader._raise_failure()
+
+
+def quit_under(loader: Any, error: Exception, *, stop: bool, jvm_gone: bool) -> Any:
+    """The job's run with a start that succeeds and a wait that fails with ``error``."""
+
+    def wait() -> None:
+        if stop:
+            loader._stop.set()  # as the stop signal's handler does first
+        raise error
+
+    loader.start = lambda: None
+    loader.wait = wait
+    loader.stop = lambda: None  # the clean-up after the run is not what is tested here
+    loader._jvm_exited = lambda: jvm_gone
+    loader.query.isActive = False
+    return loader.run
+
+
+def test_a_group_stop_that_fails_the_query_as_the_jvm_quits_ends_in_exit_0(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The JVM's shutdown hook fails the query (here with a null session) before the loader's
+    # own stop reaches it: still the stop that was asked for.
+    error = LoaderError('streaming query failed: Cannot invoke "SparkSession.sparkContext()"')
+    caplog.set_level(logging.INFO, logger="icefloe.loader")
+    run = quit_under(job(Query()), error, stop=True, jvm_gone=True)
+    assert run() == 0
+    assert "JVM quit on the stop signal" in caplog.text
+
+
+@pytest.mark.parametrize(("stop", "jvm_gone"), [(False, True), (True, False)])
+def test_a_failed_query_without_both_a_stop_and_a_gone_jvm_is_reported(
+    stop: bool, jvm_gone: bool
+) -> None:
+    error = LoaderError("streaming query failed: boom")
+    run = quit_under(job(Query()), error, stop=stop, jvm_gone=jvm_gone)
+    with pytest.raises(LoaderError, match="boom"):
+        run()
