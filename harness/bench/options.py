@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.bench.stats import MEDIAN_RUNS
-from harness.loaders.spark_sink import SPECS
+from harness.loaders.kinds import KINDS
 from loader.config import (
     DEFAULT_FIRST_SLICE_RECORDS,
     DEFAULT_JIT,
@@ -42,9 +42,9 @@ BACKLOG_PARTS: tuple[str, ...] = (RAW, ENGINE, PARQUET, BASELINE, LOCAL, CLUSTER
 ICEFLOE = "icefloe"
 KAFKA_CONNECT = "kafka-connect"
 AUTO = "auto"
-SHIPPED: tuple[str, ...] = tuple(SPECS)
-"""Loaders the kit ships as command descriptions (Spark's own streaming sink), measured when
-named."""
+SHIPPED: tuple[str, ...] = tuple(n for n in KINDS if n not in (ICEFLOE, KAFKA_CONNECT))
+"""The further kinds the kit registers (Spark's own streaming sink, the reference design's Flink
+job: command descriptions), measured when named."""
 LOADERS: tuple[str, ...] = (ICEFLOE, KAFKA_CONNECT, *SHIPPED)
 """What ``--loader`` names: icefloe's loader, the Kafka Connect sink, the shipped command
 loaders; ``auto`` is the default."""
@@ -246,7 +246,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=(
             "loaders measured on the backlog, comma-separated: icefloe (always measured), "
             "kafka-connect (the Iceberg Kafka Connect sink, provisioned if missing), "
-            f"{', '.join(SHIPPED)} (Spark's own streaming sink); auto "
+            f"{', '.join(SHIPPED)} (the kit's further kinds, each at its own cadence); auto "
             "(default): kafka-connect too when it is provisioned"
         ),
     )

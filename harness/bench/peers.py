@@ -1,5 +1,5 @@
-"""Peer loaders on the backlog: the Apache Iceberg Kafka Connect sink and the command loaders
-the kit ships (Spark's own streaming sink) beside icefloe's loader.
+"""Peer loaders on the backlog: the Apache Iceberg Kafka Connect sink and the further kinds the
+kit ships (Spark's own streaming sink, the reference design's Flink job) beside icefloe's loader.
 
 The sink reads the same topic into a table of its own and is timed as the loader is: from its
 worker's process start to every row visible in Trino, and from the first visible row to the
@@ -13,8 +13,9 @@ wants rows within seconds sets a short one). Each interval is a system of its ow
 the headline compares the loader with the best. The worker's JVM runs with Connect's launch
 scripts' flags (`harness.loaders.kafka_connect.JVM_FLAGS`), recorded with each figure.
 
-A shipped command loader (``spark-sink``) runs as scenarios run it, from its description
-(`harness.loaders.spark_sink`), timed from its process start to every row visible.
+A further kind the kit registers (``spark-sink``, ``flink``: command descriptions) runs as
+scenarios run it, from its description, at the cadence it declares, timed from its process
+start to every row visible.
 """
 
 from __future__ import annotations
@@ -142,9 +143,10 @@ def run_shipped(
     finally:
         loader.close()
     observer = kind.observer(target)
+    runs_on = kind.describe().get("runs on")
     return Throughput(
         name.replace("-", "_"),
-        f"peer: {name} (Spark {versions.SPARK}, Iceberg {versions.ICEBERG})",
+        f"peer: {name}" + (f" ({runs_on})" if runs_on else ""),
         PEER,
         rows,
         seen.all_seconds,

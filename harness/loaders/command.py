@@ -727,12 +727,15 @@ class CommandKind:
         spec: The description.
         name: What ``--loader`` calls it, for a description the kit ships (default:
             ``command:<its file>``).
+        runs_on: What a shipped description runs on, with versions (``Spark <version>, Iceberg
+            <version>``), for reports; empty for a user's.
     """
 
-    def __init__(self, spec: CommandSpec, name: str | None = None) -> None:
+    def __init__(self, spec: CommandSpec, name: str | None = None, runs_on: str = "") -> None:
         self.spec = spec
         self.name = name or (f"{PREFIX}{spec.path}" if spec.path is not None else spec.name)
         self.capabilities = spec.capabilities
+        self.runs_on = runs_on
 
     def make(self, target: LoaderTarget, stack: Any, history: Any) -> CommandLoader:
         return CommandLoader(self.spec, target, stack, history)
@@ -773,4 +776,5 @@ class CommandKind:
             "command": " ".join(self.spec.command),
             "capabilities": sorted(c.value for c in self.spec.capabilities),
             "progress": self.spec.progress,
+            **({"runs on": self.runs_on} if self.runs_on else {}),
         }

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from harness.loaders.base import KINDS, LoaderKind
 
-__all__ = ["NAMES", "resolve"]
+__all__ = ["KINDS", "NAMES", "resolve"]
 
 MODULES = (
     "harness.loaders.icefloe",

@@ -92,7 +92,7 @@ def test_the_sink_is_measured_when_asked_or_by_default_when_provisioned() -> Non
         ["--triggers", "-1"],
         ["--jit", "c2"],
         ["--first-slice", "-1"],
-        ["--loader", "flink"],
+        ["--loader", "no-such-loader"],
         ["--repeat", "0"],
         ["--window-days", "0"],
     ],

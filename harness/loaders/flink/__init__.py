@@ -12,5 +12,7 @@ SPEC = Path(__file__).with_name("flink.toml")
 @loader_kind("flink")
 def _flink() -> LoaderKind:
     from harness.loaders import command
+    from harness.provision import versions
 
-    return command.CommandKind(command.load_spec(SPEC), "flink")
+    runs_on = f"Flink {versions.FLINK}, Iceberg {versions.ICEBERG_FLINK}"
+    return command.CommandKind(command.load_spec(SPEC), "flink", runs_on)

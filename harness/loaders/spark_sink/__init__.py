@@ -19,8 +19,10 @@ def _shipped(name: str) -> Callable[[], LoaderKind]:
 
     def make() -> LoaderKind:
         from harness.loaders import command
+        from harness.provision import versions
 
-        return command.CommandKind(command.load_spec(SPECS[name]), name)
+        runs_on = f"Spark {versions.SPARK}, Iceberg {versions.ICEBERG}"
+        return command.CommandKind(command.load_spec(SPECS[name]), name, runs_on)
 
     return make
 

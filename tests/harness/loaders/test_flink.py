@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 
+from harness.bench.options import SHIPPED, parse
 from harness.history import History
 from harness.loaders import command
 from harness.loaders.base import Capability, LoaderTarget
 from harness.loaders.flink.job import ZONED, newest_checkpoint, statements
 from harness.loaders.kinds import NAMES, resolve
 from harness.observer import GROUP, observer_of
+from harness.provision import versions
 from tests.harness.test_neutral_verdicts import TOPIC, observer_event
 
 
@@ -84,6 +86,13 @@ def test_the_flink_description_is_a_kind_read_by_its_commits_and_its_group(
     assert observer.commit_key == "flink.max-committed-checkpoint-id"
     assert observer.cadence_s == 2.0 and observer.letter_headers is None
     assert observer_of(History.of([observer_event(observer)]).events) == observer
+    assert kind.describe()["runs on"] == f"Flink {versions.FLINK}, Iceberg {versions.ICEBERG_FLINK}"
+
+
+def test_the_bench_measures_the_flink_job_when_it_is_named() -> None:
+    assert "flink" in SHIPPED
+    assert parse(["--loader", "icefloe,flink"]).shipped() == ("flink",)
+    assert parse([]).shipped() == ()  # named only: never in the default bench
 
 
 def test_the_flink_runtime_is_provisioned_only_when_a_description_uses_it(
