@@ -28,6 +28,7 @@ reads (a template), its environment, what it can do and how to tell it has start
                                    # "checkpoint" with checkpoint = "${state_dir}/checkpoint"
     position_key = "my.offsets"    # JSON {"topic": {"partition": next offset}}
     commit_interval_s = 2.0
+    partition_discovery_s = 0      # how late it sees partitions added to its topic
     halt_pattern = 'topic (?P<topic>\S+) partition (?P<partition>\d+) offset (?P<offset>\d+)'
 
     [observe.dead_letter_headers]  # the headers its dead letters carry (optional)
@@ -164,6 +165,8 @@ class ObserveSpec:
         consumer_group: With ``"group"``: the consumer group (placeholders allowed).
         checkpoint: With ``"checkpoint"``: the checkpoint folder (placeholders allowed).
         commit_interval_s: How often it commits while it has rows (the kit's waits follow it).
+        partition_discovery_s: How late it may see partitions added to its topic (the drain
+            after the topic grew waits that much longer); None: at its next commit.
         halt_pattern: A regular expression with the named groups ``topic``, ``partition`` and
             ``offset``, matching how its log names the message it stopped at.
         dead_letter_headers: The headers its dead letters carry, by what they say: ``topic``,
@@ -177,6 +180,7 @@ class ObserveSpec:
     consumer_group: str | None = None
     checkpoint: str | None = None
     commit_interval_s: float | None = None
+    partition_discovery_s: float | None = None
     halt_pattern: str | None = None
     dead_letter_headers: Mapping[str, str] | None = None
 
@@ -208,6 +212,11 @@ class ObserveSpec:
             raise SpecError(
                 f"[observe] commit_interval_s: {self.commit_interval_s}, expected seconds > 0"
             )
+        if self.partition_discovery_s is not None and not self.partition_discovery_s >= 0:
+            raise SpecError(
+                f"[observe] partition_discovery_s: {self.partition_discovery_s}, expected "
+                "seconds >= 0"
+            )
         if self.halt_pattern is not None:
             try:
                 compiled = re.compile(self.halt_pattern)
@@ -223,7 +232,7 @@ class ObserveSpec:
 
 OBSERVE_KEYS = (
     "commit_key", "position", "position_key", "consumer_group", "checkpoint",
-    "commit_interval_s", "halt_pattern", "dead_letter_headers",
+    "commit_interval_s", "partition_discovery_s", "halt_pattern", "dead_letter_headers",
 )  # fmt: skip
 LETTER_HEADERS = ("topic", "partition", "offset", "reason")
 """What ``[observe.dead_letter_headers]`` names: the source message's coordinates, and why."""
@@ -244,11 +253,13 @@ def _observe(table: object) -> ObserveSpec:
         if value is not None and not isinstance(value, str):
             raise SpecError(f"[observe] {key}: {value!r}, expected a string")
         texts[key] = value
-    interval = table.get("commit_interval_s")
-    if interval is not None and (
-        isinstance(interval, bool) or not isinstance(interval, int | float)
-    ):
-        raise SpecError(f"[observe] commit_interval_s: {interval!r}, expected seconds")
+    seconds = {}
+    for key in ("commit_interval_s", "partition_discovery_s"):
+        value = table.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise SpecError(f"[observe] {key}: {value!r}, expected seconds")
+        seconds[key] = value
+    interval, discovery = seconds["commit_interval_s"], seconds["partition_discovery_s"]
     headers = table.get("dead_letter_headers")
     if headers is not None:
         if not isinstance(headers, dict) or not all(
@@ -270,6 +281,7 @@ def _observe(table: object) -> ObserveSpec:
         consumer_group=texts["consumer_group"],
         checkpoint=texts["checkpoint"],
         commit_interval_s=None if interval is None else float(interval),
+        partition_discovery_s=None if discovery is None else float(discovery),
         halt_pattern=texts["halt_pattern"],
     )
 
@@ -762,6 +774,7 @@ class CommandKind:
             checkpoint_dir=checkpoint_dir(self.spec, target),
             cadence_s=interval,
             drain_s=30.0 + 5 * interval if interval is not None else Observer.drain_s,
+            discovery_s=observe.partition_discovery_s or 0.0,
             halt_pattern=observe.halt_pattern,
             letter_headers=(
                 {k: (v,) for k, v in observe.dead_letter_headers.items()}

@@ -88,9 +88,10 @@ def test_the_kind_tells_the_checks_what_it_declares(tmp_path: Path) -> None:
     spec = _spec(
         tmp_path,
         'position = "group"\nconsumer_group = "g-${table_name}"\ncommit_interval_s = 4\n'
-        f"halt_pattern = '{HALT}'",
+        f"partition_discovery_s = 300\nhalt_pattern = '{HALT}'",
     )
     observer = command.CommandKind(spec).observer(_target(tmp_path))
+    assert observer.discovery_s == 300.0  # the drain after the topic grew waits that too
     assert observer.commit_key is None  # every snapshot not made through Trino
     assert (observer.position, observer.consumer_group) == ("group", "g-orders")
     assert observer.cadence_s == 4.0 and observer.drain_s == 50.0
@@ -100,6 +101,7 @@ def test_the_kind_tells_the_checks_what_it_declares(tmp_path: Path) -> None:
     bare.write_text(HEAD)
     plain = command.CommandKind(command.load_spec(bare)).observer(_target(tmp_path))
     assert plain.position is None and plain.cadence_s is None and plain.halt_pattern is None
+    assert plain.discovery_s == 0.0
 
 
 @pytest.mark.parametrize(
@@ -119,6 +121,8 @@ def test_the_kind_tells_the_checks_what_it_declares(tmp_path: Path) -> None:
         ("commit_interval_s = 0", "commit_interval_s"),
         ('commit_interval_s = "2s"', "commit_interval_s"),
         ("commit_interval_s = true", "commit_interval_s"),
+        ("partition_discovery_s = -1", "partition_discovery_s"),
+        ('partition_discovery_s = "5m"', "partition_discovery_s"),
         ("halt_pattern = 'topic (?P<topic>\\S+'", "halt_pattern"),
         ("halt_pattern = 'topic (\\S+) partition (\\d+) offset (\\d+)'", "halt_pattern"),
         ("halt_pattern = 'topic (?P<topic>\\S+) offset (?P<offset>\\d+)'", "partition"),

@@ -85,6 +85,7 @@ def test_the_flink_description_is_a_kind_read_by_its_commits_and_its_group(
     assert observer.position == GROUP and observer.consumer_group == "l-1"
     assert observer.commit_key == "flink.max-committed-checkpoint-id"
     assert observer.cadence_s == 2.0 and observer.letter_headers is None
+    assert observer.discovery_s == 300.0  # Flink's Kafka source looks for new partitions
     assert observer_of(History.of([observer_event(observer)]).events) == observer
     assert kind.describe()["runs on"] == f"Flink {versions.FLINK}, Iceberg {versions.ICEBERG_FLINK}"
 
