@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.history import select
 from harness.scenarios.client import metadata_table
 from harness.scenarios.faults import build_fault, parse_fault
 from harness.scenarios.faults.maintenance import ExpireParams, OptimizeParams, RetentionParams
@@ -62,21 +63,33 @@ def fault(run: Any, p: FaultStep) -> None:
 @dataclass(frozen=True)
 class Nemesis:
     """The same fault ``times`` times, ``interval_s`` (a random range) apart; ``at = "mixed"``
-    cycles the moment: a commit's start, anywhere, up to 0.6 s after a commit started."""
+    cycles the moment: a commit's start, anywhere, up to 0.6 s after a commit started.
+
+    ``until_during_commit``: after the ``times`` faults, while fewer than this many of them
+    landed inside a commit (the commit they struck never reached main), strike again at a
+    commit's start, at most ``times`` more; a commit that does not come ends the extra round.
+    A kill timed on a commit can come late on a busy machine (a loader that commits in a few
+    milliseconds is often done by then): the run keeps trying instead of ending with a fault
+    that never landed where the scenario needs it. Every extra fault is recorded and counted.
+    """
 
     fault: FaultStep
     times: int
     at: str
     interval_s: tuple[float, float]
+    until_during_commit: int = 0
 
 
 def _parse_nemesis(raw: Mapping[str, Any], where: str, ctx: ParseContext) -> Nemesis:
     fields = dict(raw)
     times = fields.pop("times", 5)
     at = fields.pop("at", "now")
+    until = fields.pop("until_during_commit", 0)
     interval = fields.pop("interval_s", [2.0, 6.0])
     if not isinstance(times, int) or times < 1:
         raise ParamError(f"{where}.times: {times!r} is not a count >= 1")
+    if isinstance(until, bool) or not isinstance(until, int) or until < 0:
+        raise ParamError(f"{where}.until_during_commit: {until!r} is not a count >= 0")
     ok = (
         isinstance(interval, list)
         and len(interval) == 2
@@ -90,12 +103,24 @@ def _parse_nemesis(raw: Mapping[str, Any], where: str, ctx: ParseContext) -> Nem
     names = {f.name for f in dataclasses.fields(step_.params)}
     if at == "mixed" and not {"at", "max_delay_s"} <= names:
         raise ParamError(f"{where}: at = 'mixed' needs a fault timed by at and max_delay_s")
-    return Nemesis(step_, times, str(at), (float(interval[0]), float(interval[1])))
+    if until and not {"at", "max_delay_s"} <= names:
+        raise ParamError(f"{where}: until_during_commit needs a fault timed by at and max_delay_s")
+    bounds = (float(interval[0]), float(interval[1]))
+    return Nemesis(step_, times, str(at), bounds, until)
+
+
+def _commits_struck(run: Any, name: str, since: int) -> list[bool]:
+    """For each fault named ``name`` recorded from event ``since`` on that was timed on a commit
+    it saw: whether it struck inside that commit (the commit never reached main)."""
+    events = select(run.history.events[since:], "fault", name=f"{name}.commit", phase="info")
+    return [bool(e.data.get("during_commit")) for e in events]
 
 
 @step("nemesis", parse=_parse_nemesis)
 def nemesis(run: Any, p: Nemesis) -> None:
-    """A fault again and again at random intervals."""
+    """A fault again and again at random intervals (then at commits, while too few landed in
+    one: ``until_during_commit``)."""
+    since = len(run.history.events)
     low, high = p.interval_s
     for i in range(p.times):
         time.sleep(run.rng.uniform(low, high))
@@ -108,6 +133,16 @@ def nemesis(run: Any, p: Nemesis) -> None:
                 params, at=("commit", "now", "commit")[i % 3], max_delay_s=(0.0, 0.0, 0.6)[i % 3]
             )
         _play(run, build_fault(p.fault.kind, params, run.rng), p.fault.duration_s)
+    timed = dataclasses.replace(p.fault.params, at="commit", max_delay_s=0.0)
+    for _ in range(p.times if p.until_during_commit else 0):
+        fault_ = build_fault(p.fault.kind, timed, run.rng)
+        seen = _commits_struck(run, fault_.name, since)
+        if sum(seen) >= p.until_during_commit:
+            return
+        time.sleep(run.rng.uniform(low, high))
+        _play(run, fault_, p.fault.duration_s)
+        if len(_commits_struck(run, fault_.name, since)) == len(seen):
+            return  # no commit came within the fault's wait: the loader had nothing to commit
 
 
 @step("retention_delete", RetentionParams)
