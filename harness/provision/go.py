@@ -32,6 +32,15 @@ about 10 % less."""
 COMPILER_MEMORY_MIN = 1 << 30
 COMPILER_MEMORY_MAX = 4 << 30
 
+BUILD_FLAGS = ("-trimpath", "-ldflags=-s -w", "-gcflags=all=-dwarf=false")
+"""How every Go command is built: no local paths in the binary; no symbol table or debug
+information linked in (`-s -w`); and no debug information compiled in the first place
+(`-dwarf=false`: the linker's `-w` drops it only after every compiler made it). A stack trace
+still names functions and lines (those come from the binary's own tables, not from DWARF).
+MinIO's build, module cache warm, build cache cold, nothing else running, alternating: 113.5
+and 107.9 s without `-dwarf=false`, 97.9 and 96.8 s with it (docs/benchmarks.md); the binary
+is byte for byte the same size."""
+
 
 def compiler_memory_limit(meminfo: Path = Path("/proc/meminfo")) -> int | None:
     """The `GOMEMLIMIT` of the build's compiler processes, in bytes (see COMPILER_MEMORY_SHARE);
@@ -108,7 +117,7 @@ def install(layout: Layout, module: str, binary: Path) -> None:
     say(f"build {module} with {go} (a few minutes on 2 cores)")
     started = time.monotonic()
     proc = subprocess.Popen(
-        [str(go), "install", "-v", "-trimpath", "-ldflags=-s -w", module],
+        [str(go), "install", "-v", *BUILD_FLAGS, module],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
