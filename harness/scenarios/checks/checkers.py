@@ -53,6 +53,7 @@ from harness.scenarios.checks.compare import (
     rows_against_ledger,
 )
 from harness.scenarios.checks.positions import classify_missing, late_ids, summarise_position
+from harness.scenarios.faults.timing import commits_struck
 from publisher.ledger import LedgerEntry
 from publisher.malformations import MALFORMATIONS
 
@@ -867,11 +868,7 @@ def check_faults_exercised(
     name = params["fault"]
     injected = [e for e in select(history, "fault", phase="ok") if e.name == f"{name}.inject"]
     healed = [e for e in select(history, "fault", phase="ok") if e.name == f"{name}.heal"]
-    commits = sum(
-        1
-        for e in select(history, "fault", phase="info")
-        if e.name == f"{name}.commit" and e.data.get("during_commit")
-    )
+    commits = sum(commits_struck(history, name))
     stats = {"injected": len(injected), "healed": len(healed), "during_commit": commits}
     need = int(params.get("min_injections", 1))
     need_commit = int(params.get("min_during_commit", 0))

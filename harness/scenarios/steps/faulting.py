@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.history import select
 from harness.scenarios.client import metadata_table
 from harness.scenarios.faults import build_fault, parse_fault
 from harness.scenarios.faults.maintenance import ExpireParams, OptimizeParams, RetentionParams
+from harness.scenarios.faults.timing import commits_struck
 from harness.scenarios.params import ParamError, parse_params
 from harness.scenarios.player import Monitor, SchedulePlayer
 from harness.scenarios.schedule import Schedule
@@ -109,13 +109,6 @@ def _parse_nemesis(raw: Mapping[str, Any], where: str, ctx: ParseContext) -> Nem
     return Nemesis(step_, times, str(at), bounds, until)
 
 
-def _commits_struck(run: Any, name: str, since: int) -> list[bool]:
-    """For each fault named ``name`` recorded from event ``since`` on that was timed on a commit
-    it saw: whether it struck inside that commit (the commit never reached main)."""
-    events = select(run.history.events[since:], "fault", name=f"{name}.commit", phase="info")
-    return [bool(e.data.get("during_commit")) for e in events]
-
-
 @step("nemesis", parse=_parse_nemesis)
 def nemesis(run: Any, p: Nemesis) -> None:
     """A fault again and again at random intervals (then at commits, while too few landed in
@@ -136,12 +129,12 @@ def nemesis(run: Any, p: Nemesis) -> None:
     timed = dataclasses.replace(p.fault.params, at="commit", max_delay_s=0.0)
     for _ in range(p.times if p.until_during_commit else 0):
         fault_ = build_fault(p.fault.kind, timed, run.rng)
-        seen = _commits_struck(run, fault_.name, since)
+        seen = commits_struck(run.history.events[since:], fault_.name)
         if sum(seen) >= p.until_during_commit:
             return
         time.sleep(run.rng.uniform(low, high))
         _play(run, fault_, p.fault.duration_s)
-        if len(_commits_struck(run, fault_.name, since)) == len(seen):
+        if len(commits_struck(run.history.events[since:], fault_.name)) == len(seen):
             return  # no commit came within the fault's wait: the loader had nothing to commit
 
 
