@@ -110,6 +110,20 @@ def toxiproxy_service(stack: Any) -> Iterator[Any]:
         service.stop()
 
 
+@pytest.fixture(scope="module")
+def glue_service(stack: Any) -> Iterator[Any]:
+    """The stack's Glue-compatible catalog (installed on first use), started for the test
+    module if it was not running; stopped after the module only if started here."""
+    service = getattr(stack, "glue", None)
+    if service is None:
+        pytest.skip("the Glue-compatible catalog runs on the local backend only")
+    started_here = not service.process.is_running()
+    service.start()
+    yield service
+    if started_here and os.environ.get(KEEP_STACK) != "1":
+        service.stop()
+
+
 @pytest.fixture
 def toxiproxy(toxiproxy_service: Any) -> Iterator[Any]:
     """The stack's Toxiproxy with no toxic and every proxy enabled, before and after the test.

@@ -79,6 +79,10 @@ REMOVED = {
 DEFAULT_S3_REGION = "us-east-1"
 """The region S3 clients sign for unless told otherwise (AWS's default, and MinIO's)."""
 
+CATALOG_TYPES = ("rest", "glue")
+"""The kinds of Iceberg catalog ``[catalog] type`` names (``loader.catalogs`` has each one's
+clients)."""
+
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 _JAAS_MODULES = {
@@ -302,14 +306,26 @@ class KafkaConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class CatalogConfig:
-    """``[catalog]``: the Iceberg REST catalog and its S3 storage."""
+    """``[catalog]``: the Iceberg catalog (REST or Glue) and its S3 storage."""
 
-    uri: str = setting(help="the Iceberg REST catalog's URL")
+    type: str = setting(
+        "rest",
+        help="the catalog's kind: rest (an Iceberg REST catalog at uri) or glue (AWS Glue, or a "
+        "Glue-compatible endpoint at glue_endpoint; its requests are signed with the AWS default "
+        "credentials: the environment's AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile "
+        "or a role)",
+    )
+    uri: str | None = setting(None, help="the Iceberg REST catalog's URL (type rest)")
+    glue_endpoint: str | None = setting(
+        None, help="a Glue-compatible endpoint's URL (type glue); unset means AWS Glue"
+    )
     warehouse: str | None = setting(None, help="the warehouse to ask the catalog for")
     s3_endpoint: str | None = setting(None, help="the S3 endpoint (MinIO); unset means AWS")
     s3_access_key: str | None = setting(None, help="the S3 access key id")
     s3_secret_key: Secret | None = setting(None, secret=True, help="The S3 secret access key")
-    s3_region: str = setting(DEFAULT_S3_REGION, help="the region S3 requests are signed for")
+    s3_region: str = setting(
+        DEFAULT_S3_REGION, help="the region S3 and Glue requests are signed for"
+    )
     s3_path_style: bool = setting(
         True, codec=BOOLEAN, help="path-style S3 URLs (MinIO) instead of virtual hosts"
     )
@@ -327,6 +343,8 @@ class CatalogConfig:
     )
 
     def __post_init__(self) -> None:
+        _check(self.type in CATALOG_TYPES, "type", f"must be one of {', '.join(CATALOG_TYPES)}")
+        _check(self.type != "rest" or bool(self.uri), "uri", "is required when type is rest")
         _check(self.connect_timeout > 0, "connect_timeout", "must be positive")
         _check(self.read_timeout > 0, "read_timeout", "must be positive")
 

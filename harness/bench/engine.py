@@ -95,9 +95,9 @@ def _say(what: str) -> None:
 
 def _iceberg_schema(config: Any) -> Any:
     """The table's current schema (pyiceberg), through the loader's catalog settings."""
-    from loader.io.icebergclient import rest_catalog
+    from loader import catalogs
 
-    catalog = rest_catalog(config.table.catalog, config.catalog)
+    catalog = catalogs.client(config.table.catalog, config.catalog)
     return catalog.load_table(f"{config.table.namespace}.{config.table.name}").schema()
 
 

@@ -10,12 +10,14 @@ import argparse
 import sys
 from typing import Any
 
+from rich.markup import escape
+
 from harness.console import print_table, say
 from harness.stack import config as stack_config
 
 CONTROL = ("stop", "start", "kill", "pause", "resume", "restart")
 OPTIONAL_ARTIFACTS = ("toxiproxy",)  # harness.provision.steps.OPTIONAL, without importing it
-SERVICES = ("kafka", "minio", "catalog", "trino", "toxiproxy")  # toxiproxy: optional
+SERVICES = ("kafka", "minio", "catalog", "trino", "toxiproxy", "glue")  # the last two: optional
 
 
 def open_stack(args: argparse.Namespace) -> Any:
@@ -96,7 +98,8 @@ def _sql(args: argparse.Namespace) -> int:
     try:
         run_and_print(open_stack(args).trino_connection(), text)
     except TrinoQueryError as exc:
-        say(f"[red]error[/] {exc.error_name}: {exc.message}")
+        # Text, not markup: Trino's messages hold brackets ("[/127.0.0.1]").
+        say(f"[red]error[/] {exc.error_name}: {escape(exc.message)}")
         return 1
     return 0
 

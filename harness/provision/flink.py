@@ -16,14 +16,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from harness.console import say
-from harness.provision import jdk, versions
+from harness.provision import jdk, pyvenv, versions
 from harness.provision.download import download
 from harness.provision.layout import Layout
 
@@ -102,12 +100,7 @@ def provision(layout: Layout) -> FlinkRuntime:
     for artifact in versions.FLINK_HADOOP_JARS:
         download(artifact.url, runtime.hadoop / artifact.filename, sha1_url=artifact.url + ".sha1")
     if not runtime.python.is_file():
-        subprocess.run([sys.executable, "-m", "venv", str(runtime.venv)], check=True)
-        subprocess.run(
-            [str(runtime.python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-             f"apache-flink=={versions.FLINK}"],
-            check=True,
-        )  # fmt: skip
+        pyvenv.install(runtime.venv, f"apache-flink=={versions.FLINK}")
     took = time.monotonic() - started
     (runtime.root / _TIMING_FILE).write_text(json.dumps({"seconds": round(took, 1)}))
     say(f"flink {versions.FLINK} + iceberg {versions.ICEBERG_FLINK} for flink: {took:.0f} s")

@@ -101,6 +101,10 @@ class Layout:
         return self.cache / "toxiproxy" / versions.TOXIPROXY / "bin" / "server"
 
     @property
+    def ministack_venv(self) -> Path:
+        return self.cache / "ministack" / versions.MINISTACK / "venv"
+
+    @property
     def go_cache(self) -> Path:
         return self.cache / "go"
 

@@ -29,6 +29,9 @@ MINIO = "v0.0.0-20260212201848-7aac2a2c5b7c"
 # the module proxy's "latest" of /v2 is v2.5.0 of 2022, so the release is named.
 TOXIPROXY_MODULE = "github.com/Shopify/toxiproxy/v2/cmd/server"
 TOXIPROXY = "v2.12.0"
+# A Glue-compatible catalog (PyPI ministack), installed only when asked for, in a virtualenv of
+# its own: it pins botocore. It enforces UpdateTable's VersionId (docs/catalogs.md).
+MINISTACK = "1.5.33"
 # actionlint (`make lint` checks the GitHub Actions workflows with it), built on first use; its
 # go.mod asks for Go 1.25, which an older Go fetches as a toolchain module through the proxy.
 ACTIONLINT_MODULE = "github.com/rhysd/actionlint/cmd/actionlint"

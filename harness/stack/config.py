@@ -52,6 +52,8 @@ class StackConfig:
     toxiproxy_kafka_port: int = 18092
     toxiproxy_minio_port: int = 18000
     toxiproxy_catalog_port: int = 18181
+    # The Glue-compatible catalog (optional): started by who asks for a Glue catalog.
+    glue_port: int = 4566
     kafka_heap: str = "512m"
     catalog_heap: str = "384m"
     trino_heap: str = "1280m"

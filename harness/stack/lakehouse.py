@@ -18,6 +18,7 @@ from harness.stack.catalog import Catalog
 from harness.stack.config import StackConfig
 from harness.stack.config import load as load_config
 from harness.stack.credentials import S3Credentials, load_or_create
+from harness.stack.glue import Glue
 from harness.stack.kafka import Kafka
 from harness.stack.minio import Minio
 from harness.stack.service import LocalService, ServiceStatus
@@ -41,16 +42,18 @@ class Stack:
         self.trino = Trino(self.config, self.credentials)
         # Optional: started only by who injects faults on the wire, never by `up`.
         self.toxiproxy = Toxiproxy(self.config, self.credentials)
+        # Optional: a Glue-compatible catalog, started only by who asks for one.
+        self.glue = Glue(self.config, self.credentials)
 
     @property
     def services(self) -> dict[str, LocalService]:
         return {s.name: s for s in (self.kafka, self.minio, self.catalog, self.trino)}
 
     def optional_services(self) -> dict[str, LocalService]:
-        """Services that run only when asked for (Toxiproxy), where this backend has them: the
-        containers backend has none."""
-        toxiproxy = getattr(self, "toxiproxy", None)
-        return {toxiproxy.name: toxiproxy} if toxiproxy is not None else {}
+        """Services that run only when asked for (Toxiproxy, Glue), where this backend has them:
+        the containers backend has none."""
+        optional = (getattr(self, "toxiproxy", None), getattr(self, "glue", None))
+        return {s.name: s for s in optional if s is not None}
 
     def service(self, name: str) -> LocalService:
         known = {**self.services, **self.optional_services()}

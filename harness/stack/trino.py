@@ -82,6 +82,29 @@ class Trino(LocalService):
             keys.TRINO_CONNECTOR: "iceberg",
             keys.TRINO_ICEBERG_CATALOG_TYPE: "rest",
             keys.TRINO_ICEBERG_REST_URI: f"http://{c.host}:{c.catalog_port}",
+            **self._storage_properties(),
+        }
+
+    def glue_catalog_properties(self) -> dict[str, object]:
+        """catalog/glue.properties: the Iceberg connector on the Glue-compatible service
+        (``harness.stack.glue``) and MinIO. Trino reaches the service only when a query asks,
+        so the catalog is there whether or not the service runs; its requests are signed with
+        the stack's S3 keys, as the service's other clients' are."""
+        c = self.config
+        return {
+            keys.TRINO_CONNECTOR: "iceberg",
+            keys.TRINO_ICEBERG_CATALOG_TYPE: "glue",
+            keys.TRINO_GLUE_ENDPOINT: f"http://{c.host}:{c.glue_port}",
+            keys.TRINO_GLUE_REGION: keys.S3_REGION,
+            keys.TRINO_GLUE_ACCESS_KEY: _env(keys.TRINO_ENV_S3_ACCESS_KEY),
+            keys.TRINO_GLUE_SECRET_KEY: _env(keys.TRINO_ENV_S3_SECRET_KEY),
+            keys.TRINO_GLUE_WAREHOUSE: f"s3://{keys.WAREHOUSE_BUCKET}/{keys.TRINO_GLUE_CATALOG}",
+            **self._storage_properties(),
+        }
+
+    def _storage_properties(self) -> dict[str, object]:
+        c = self.config
+        return {
             keys.TRINO_ICEBERG_FILE_FORMAT: "PARQUET",
             keys.TRINO_FS_NATIVE_S3: "true",
             keys.TRINO_S3_ENDPOINT: f"http://{c.host}:{c.minio_port}",
@@ -117,6 +140,10 @@ class Trino(LocalService):
         write_properties(self.etc / "log.properties", LOG_LEVELS)
         write_properties(
             self.etc / "catalog" / f"{keys.TRINO_CATALOG}.properties", self.catalog_properties()
+        )
+        write_properties(
+            self.etc / "catalog" / f"{keys.TRINO_GLUE_CATALOG}.properties",
+            self.glue_catalog_properties(),
         )
         self._plugin_dir(self.layout.trino_home)
         (self.state_dir / "data").mkdir(parents=True, exist_ok=True)

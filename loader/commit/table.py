@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from loader import keys
+from loader import catalogs, keys
 from loader.commit.hooks import Hooks
 from loader.commit.lease import (
     Lease,
@@ -37,7 +37,7 @@ from loader.commit.lease import (
 from loader.commit.offsets import Committed, SnapshotInfo, table_committed
 from loader.config import LoaderConfig
 from loader.errors import CatalogUnavailable, LoaderError, TableNotFound
-from loader.io.icebergclient import commit_transaction_once, rest_catalog
+from loader.io.icebergclient import commit_transaction_once
 from loader.io.retry import CATALOG, KAFKA, STORAGE, Patience, unanswered
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def loader_patience(config: LoaderConfig) -> Patience:
     return Patience(
         config.progress_timeout,
         endpoints={
-            CATALOG: config.catalog.uri,
+            CATALOG: catalogs.endpoint(config.catalog),
             STORAGE: config.catalog.s3_endpoint or "S3",
             KAFKA: config.kafka.bootstrap,
         },
@@ -128,9 +128,9 @@ class TableView:
         """Called for each commit whose answer was lost, with the commit and whether it landed."""
 
     def catalog(self) -> Any:
-        """The pyiceberg REST catalog (created once), every request bounded by the timeouts."""
+        """The pyiceberg catalog (created once), every request bounded by the timeouts."""
         if self._catalog is None:
-            self._catalog = rest_catalog(self.config.table.catalog, self.config.catalog)
+            self._catalog = catalogs.client(self.config.table.catalog, self.config.catalog)
         return self._catalog
 
     def load(self) -> Any:
@@ -146,7 +146,8 @@ class TableView:
             return self.catalog().load_table((t.namespace, t.name))
         except NoSuchTableError as exc:
             raise TableNotFound(
-                f"{t} does not exist in the catalog at {self.config.catalog.uri}; the loader "
+                f"{t} does not exist in the catalog at {catalogs.endpoint(self.config.catalog)}; "
+                "the loader "
                 "writes into a table made beforehand (CREATE TABLE in Trino or Spark)"
             ) from exc
 

@@ -16,7 +16,7 @@ from typing import Any
 from loader import keys
 from loader.config import CatalogConfig
 
-__all__ = ["commit_transaction_once", "rest_catalog"]
+__all__ = ["commit_transaction_once", "rest_catalog", "storage_properties"]
 
 
 def _catalog_class() -> type:
@@ -50,28 +50,37 @@ def _catalog_class() -> type:
     return TimedRestCatalog
 
 
-def rest_catalog(name: str, cat: CatalogConfig) -> Any:
-    """A pyiceberg REST catalog for ``cat`` with its timeouts.
-
-    Args:
-        name: the catalog's name (the table's first part).
-        cat: the ``[catalog]`` settings.
+def storage_properties(cat: CatalogConfig) -> dict[str, str]:
+    """pyiceberg's S3 file system properties for ``cat``: endpoint, keys, region, timeouts.
 
     Returns:
-        The catalog; its ``load_table`` reads metadata from S3 with the same bounds.
+        ``s3.*`` -> value.  CONTAINS SECRETS: never log it.
     """
-    props: dict[str, str] = {"uri": cat.uri}
-    if cat.warehouse:
-        props["warehouse"] = cat.warehouse
+    props: dict[str, str] = {"s3.region": cat.s3_region}
     if cat.s3_endpoint:
         props["s3.endpoint"] = cat.s3_endpoint
     if cat.s3_access_key:
         props["s3.access-key-id"] = cat.s3_access_key
     if cat.s3_secret_key is not None:
         props["s3.secret-access-key"] = cat.s3_secret_key.reveal()
-    props["s3.region"] = cat.s3_region
     props[keys.PYICEBERG_S3_CONNECT_TIMEOUT] = str(cat.connect_timeout)
     props[keys.PYICEBERG_S3_REQUEST_TIMEOUT] = str(cat.read_timeout)
+    return props
+
+
+def rest_catalog(name: str, cat: CatalogConfig) -> Any:
+    """A pyiceberg REST catalog for ``cat`` with its timeouts.
+
+    Args:
+        name: the catalog's name (the table's first part).
+        cat: the ``[catalog]`` settings (``type`` rest).
+
+    Returns:
+        The catalog; its ``load_table`` reads metadata from S3 with the same bounds.
+    """
+    props: dict[str, str] = {"uri": str(cat.uri), **storage_properties(cat)}
+    if cat.warehouse:
+        props["warehouse"] = cat.warehouse
     cls = _catalog_class()
     # A class per catalog: the timeout must be in place before __init__ fetches the config.
     timed = type(cls.__name__, (cls,), {"timeout": (cat.connect_timeout, cat.read_timeout)})

@@ -45,6 +45,9 @@ _JAVA_CATALOG_FAULTS = (
     "NoHttpResponseException",
     "HttpHostConnectException",
     "ConnectTimeoutException",
+    # Glue's Java client (a kind of ``loader.catalogs``): its service errors.
+    "software.amazon.awssdk.services.glue.model.GlueException",
+    "software.amazon.awssdk.services.glue.model.InternalServiceException",
 )
 _JAVA_STORAGE_FAULTS = (
     "SdkClientException",
@@ -119,6 +122,8 @@ def unanswered(exc: BaseException) -> Unanswered | None:
             ),
         ):
             return Unanswered(CATALOG, reason)
+        if _glue_unanswered(inner):
+            return Unanswered(CATALOG, reason)
         if isinstance(inner, (OSError, TimeoutError)) and _is_network_text(str(inner)):
             return Unanswered(STORAGE, reason)
     text = _text(exc)
@@ -130,6 +135,21 @@ def unanswered(exc: BaseException) -> Unanswered | None:
         service = KAFKA if "kafka" in text.lower() else CATALOG if "/v1/" in text else STORAGE
         return Unanswered(service, _java_reason(text) or reason)
     return None
+
+
+def _glue_unanswered(exc: BaseException) -> bool:
+    """``exc`` is botocore's (the Glue catalog's client, ``loader.catalogs.glue``) for a request
+    that got no answer, or a server error; pyiceberg reads S3 through pyarrow, not botocore."""
+    try:
+        from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+    except ImportError:  # botocore is only needed for a Glue catalog
+        return False
+    if isinstance(exc, (ConnectionError, HTTPClientError)):
+        return True
+    if isinstance(exc, ClientError):
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return int(status or 0) >= 500
+    return False
 
 
 def root_cause(exc: BaseException) -> str:

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loader import keys
+from loader import catalogs, keys
 from loader.config import DEFAULT_JIT, JVM_COLLECTORS, JVM_COMPILERS, CatalogConfig, LoaderConfig
 from loader.errors import ConfigError
 from loader.run.jvmbridge import jvm
@@ -84,11 +84,9 @@ def catalog_options(config: LoaderConfig, *, secrets: bool) -> dict[str, str]:
     base = CATALOG_PREFIX + config.table.catalog
     opts = {
         base: "org.apache.iceberg.spark.SparkCatalog",
-        base + ".type": "rest",
-        base + ".uri": cat.uri,
+        **{base + "." + key: value for key, value in catalogs.spark_properties(cat).items()},
         # Every micro-batch must see the table as it is now (schema, snapshots).
         base + ".cache-enabled": "false",
-        base + "." + keys.REST_METRICS_REPORTING: "false",
         base + ".io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
         base + ".client.region": cat.s3_region,
         base + ".s3.path-style-access": "true" if cat.s3_path_style else "false",
@@ -106,17 +104,16 @@ def catalog_options(config: LoaderConfig, *, secrets: bool) -> dict[str, str]:
 
 
 def java_timeouts(cat: CatalogConfig) -> dict[str, str]:
-    """The Java clients' timeouts: Iceberg's REST client and S3FileIO's HTTP clients.
+    """The timeouts of the AWS clients' HTTP clients (S3FileIO's, and Glue's on that kind).
 
-    Without them a request the catalog or S3 accepted and never answered holds a Spark write
-    for ever (neither client sets a socket timeout unless told). S3FileIO's client type is
-    chosen by the AWS bundle; both types get the same values.
+    Without them a request S3 accepted and never answered holds a Spark write for ever
+    (neither client type sets a socket timeout unless told). The client type is chosen by the
+    AWS bundle; both types get the same values. The REST catalog's client has its own
+    (``loader.catalogs.rest``).
     """
     connect = str(round(cat.connect_timeout * 1000))
     read = str(round(cat.read_timeout * 1000))
     return {
-        keys.REST_CONNECTION_TIMEOUT_MS: connect,
-        keys.REST_SOCKET_TIMEOUT_MS: read,
         keys.S3_APACHE_CONNECTION_TIMEOUT_MS: connect,
         keys.S3_APACHE_SOCKET_TIMEOUT_MS: read,
         keys.S3_URLCONNECTION_CONNECTION_TIMEOUT_MS: connect,

@@ -153,6 +153,7 @@ def test_transform_from_file(tmp_path: Path) -> None:
         ("", {"ICEFLOE_LOADER_TRANSFORM_PROJECTIONS": "[1]"}, [], "projections"),
         ("", {"ICEFLOE_LOADER_LOADER_ID": "has space"}, [], "loader_id"),
         ("", {"ICEFLOE_LOADER_CATALOG_URI": ""}, [], "catalog.uri"),
+        ("", {"ICEFLOE_LOADER_CATALOG_TYPE": "hive"}, [], "catalog.type"),
         ("[kafka.extra]\nx = 1\n", {}, [], "kafka.extra"),
     ],
 )
@@ -458,7 +459,9 @@ KNOWN_KEYS = [
     "spark.log_level",
     "spark.local_dir",
     "spark.class_data",
+    "catalog.type",
     "catalog.uri",
+    "catalog.glue_endpoint",
     "catalog.warehouse",
     "catalog.s3_endpoint",
     "catalog.s3_access_key",
@@ -637,3 +640,35 @@ def test_spark_catalog_sends_no_metrics_reports_and_holds_the_secret_only_when_a
     assert catalog_options(cfg, secrets=True)["spark.sql.catalog.lake.s3.secret-access-key"] == (
         "hidden"
     )
+
+
+def test_a_glue_catalog_needs_no_uri_and_gives_spark_the_glue_catalog_without_a_lock() -> None:
+    from loader import catalogs
+    from loader.run.spark import catalog_options
+
+    cat = CatalogConfig(type="glue", glue_endpoint="http://127.0.0.1:4566", s3_region="eu-west-1")
+    cfg = LoaderConfig(
+        table=TableId.parse("lake.s.t"),
+        kafka=KafkaConfig(bootstrap="k:1", topics=("t",)),
+        catalog=cat,
+    )
+    opts = catalog_options(cfg, secrets=False)
+    base = "spark.sql.catalog.lake."
+    assert opts[base + "catalog-impl"] == "org.apache.iceberg.aws.glue.GlueCatalog"
+    assert opts[base + "glue.endpoint"] == "http://127.0.0.1:4566"
+    assert opts[base + "client.region"] == "eu-west-1"
+    # A lock manager would turn Glue's VersionId check off; nor is the REST client's setting
+    # given to another kind.
+    assert not [k for k in opts if "lock" in k or k.startswith(base + "rest")]
+    assert base + "type" not in opts and base + "uri" not in opts
+    assert catalogs.endpoint(cat) == "http://127.0.0.1:4566"
+    assert catalogs.endpoint(CatalogConfig(type="glue")) == "AWS Glue (us-east-1)"
+    rest = catalog_options(
+        dataclasses.replace(cfg, catalog=CatalogConfig(uri="http://c")), secrets=False
+    )
+    assert rest[base + "type"] == "rest" and base + "catalog-impl" not in rest
+
+
+def test_a_rest_catalog_needs_its_uri() -> None:
+    with pytest.raises(ConfigError, match="uri"):
+        CatalogConfig()

@@ -164,3 +164,20 @@ def test_a_retry_library_that_gave_up_is_judged_by_its_last_error() -> None:
         flaky()
     fault = unanswered(raised.value)
     assert fault is not None and fault.service == CATALOG
+
+
+def test_glue_requests_without_an_answer_are_the_catalogs_and_a_refusal_is_not() -> None:
+    from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
+
+    down = EndpointConnectionError(endpoint_url="http://127.0.0.1:4566")
+    assert unanswered(down) == Unanswered(CATALOG, unanswered(down).reason)  # type: ignore[union-attr]
+    lost = ReadTimeoutError(endpoint_url="http://127.0.0.1:4566")
+    assert unanswered(lost) is not None and unanswered(lost).service == CATALOG  # type: ignore[union-attr]
+
+    def error(code: str, status: int) -> ClientError:
+        meta = {"HTTPStatusCode": status}
+        return ClientError({"Error": {"Code": code}, "ResponseMetadata": meta}, "UpdateTable")  # type: ignore[typeddict-item]
+
+    assert unanswered(error("InternalServiceException", 500)) is not None
+    # Glue's refusal of a raced commit is an answer: the caller reads the table, as after any.
+    assert unanswered(error("ConcurrentModificationException", 400)) is None
