@@ -115,6 +115,8 @@ def glue_service(stack: Any) -> Iterator[Any]:
     """The stack's Glue-compatible catalog (installed on first use), started for the test
     module if it was not running; stopped after the module only if started here."""
     service = getattr(stack, "glue", None)
+    if service is None and getattr(stack.catalog, "kind", None) == "glue":
+        service = stack.catalog  # the stack's own catalog
     if service is None:
         pytest.skip("the Glue-compatible catalog runs on the local backend only")
     started_here = not service.process.is_running()

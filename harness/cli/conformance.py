@@ -28,6 +28,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from harness.cli.stack import add_catalog_option
 from harness.console import say
 from harness.loaders.kinds import NAMES as LOADER_NAMES
 
@@ -60,6 +61,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="start no run past this many minutes (the rest are reported as not run)",
     )
     parser.add_argument("--no-semantics", action="store_true", help="skip the hostile inputs")
+    add_catalog_option(parser)
     parser.add_argument(
         "--one-at-a-time",
         action="store_true",
@@ -306,7 +308,12 @@ def run(args: argparse.Namespace) -> int:
     from harness.cli.stack import healthy_stack
     from harness.conformance import semantics, table
     from harness.conformance.pairing import must_run_alone
-    from harness.loaders.capabilities import needs, not_applicable
+    from harness.loaders.capabilities import (
+        catalog_limits,
+        catalog_needs,
+        needs,
+        not_applicable,
+    )
     from harness.loaders.kinds import resolve
     from harness.scenarios import model
 
@@ -333,9 +340,13 @@ def run(args: argparse.Namespace) -> int:
     for scenario in plan:
         runnable = []
         for kind in kinds:
+            catalog = stack.catalog
             # The hostile inputs are a record of what each loader does: run against every one.
             missing = (
-                [] if scenario is semantic else not_applicable(needs(scenario), kind.capabilities)
+                not_applicable(catalog_needs(catalog.kind), kind.capabilities)
+                if scenario is semantic
+                else catalog_limits(scenario, catalog)
+                + not_applicable(needs(scenario, catalog.kind), kind.capabilities)
             )
             if missing:
                 cells.append(table.not_applicable(scenario, kind.name, missing))
@@ -374,7 +385,8 @@ def run(args: argparse.Namespace) -> int:
     text = [
         f"# Conformance, {stamp}",
         "",
-        f"`{command}` at commit {_commit()}, profile {args.profile}, {elapsed / 60:.1f} minutes.",
+        f"`{command}` at commit {_commit()}, profile {args.profile}, on the"
+        f" {stack.config.catalog} catalog, {elapsed / 60:.1f} minutes.",
         "",
         table.markdown(cells, names),
         "Run side by side (the loaders' runs of the scenario at the same time): "
@@ -394,7 +406,8 @@ def run(args: argparse.Namespace) -> int:
          "semantics": {n: [vars(f) for f in fs] for n, fs in fates.items()},
          "semantics_runs": semantic_runs,
          "minutes": round(elapsed / 60, 1), "command": command, "commit": _commit(),
-         "profile": args.profile, "side_by_side": side_by_side},
+         "profile": args.profile, "catalog": stack.config.catalog,
+         "side_by_side": side_by_side},
         indent=1, default=str))  # fmt: skip
     say(f"conformance: {path} ({elapsed / 60:.1f} min)")
     return 1 if any(c.outcome == table.ERROR for c in cells) else 0

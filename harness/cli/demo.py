@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from harness.cli.stack import add_catalog_option
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``demo`` on the entry point's sub-parsers."""
@@ -23,6 +25,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-provision", action="store_true", help="do not check the cache first")
     parser.add_argument("--step", action="store_true", help="wait for Enter between steps")
+    add_catalog_option(parser)
     parser.add_argument(
         "--record",
         type=Path,

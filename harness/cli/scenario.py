@@ -28,7 +28,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from harness.cli.stack import healthy_stack
+from harness.cli.stack import add_catalog_option, healthy_stack, open_stack
 from harness.console import print_table, say
 from harness.loaders.kinds import NAMES as LOADER_NAMES
 
@@ -62,6 +62,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     runs.add_argument("--keep", action="store_true", help="keep topics and tables afterwards")
     runs.add_argument("--quiet", action="store_true", help="no live progress")
     runs.add_argument("--loader", dest="loader_kind", metavar="NAME", help=_LOADER_HELP)
+    add_catalog_option(runs)
     check = sub.add_parser(
         "check", help="recompute a finished run's verdicts from its folder (no services)"
     )
@@ -288,8 +289,8 @@ def run(args: argparse.Namespace) -> int:
         say("[red]error[/] name scenarios or give --all")
         return 2
     kind = _loader_kind(args)
-    if kind is not None:
-        chosen = [s for s in chosen if _applies(s, kind)]
+    catalog = open_stack(args).catalog
+    chosen = [s for s in chosen if _applies(s, kind, catalog)]
     plan: list[tuple[Any, str | None]] = []
     for s in chosen:
         if args.break_name:
@@ -304,13 +305,18 @@ def run(args: argparse.Namespace) -> int:
     return run_plan(plan, args)
 
 
-def _applies(scenario: Any, kind: Any) -> bool:
-    """Whether ``scenario`` applies to loader ``kind``; says why not when it does not."""
-    from harness.loaders.capabilities import needs, not_applicable
+def _applies(scenario: Any, kind: Any, catalog: Any) -> bool:
+    """Whether ``scenario`` applies to loader ``kind`` (icefloe's when ``None``) on the stack's
+    ``catalog``; says why not when it does not."""
+    from harness.loaders.capabilities import catalog_limits, needs, not_applicable
 
-    missing = not_applicable(needs(scenario), kind.capabilities)
+    missing = catalog_limits(scenario, catalog)
+    if kind is not None:
+        missing += not_applicable(needs(scenario, catalog.kind), kind.capabilities)
     if missing:
-        say(f"[yellow]not applicable[/] {scenario.name} to {kind.name}: {'; '.join(missing)}")
+        on = f" on the {catalog.kind} catalog" if catalog.kind != "rest" else ""
+        to = f" to {kind.name}" if kind is not None else ""
+        say(f"[yellow]not applicable[/] {scenario.name}{to}{on}: {escape('; '.join(missing))}")
     return not missing
 
 

@@ -14,6 +14,7 @@ from rich.markup import escape
 
 from harness.console import print_table, say
 from harness.stack import config as stack_config
+from loader.config import CATALOG_TYPES
 
 CONTROL = ("stop", "start", "kill", "pause", "resume", "restart")
 OPTIONAL_ARTIFACTS = ("toxiproxy",)  # harness.provision.steps.OPTIONAL, without importing it
@@ -21,18 +22,33 @@ SERVICES = ("kafka", "minio", "catalog", "trino", "toxiproxy", "glue")  # the la
 
 
 def open_stack(args: argparse.Namespace) -> Any:
-    """The stack the command line names (``--stack-config``, ``--backend``, the environment)."""
+    """The stack the command line names (``--stack-config``, ``--catalog``, ``--backend``, the
+    environment, the catalog the running stack was brought up with)."""
     from harness.stack.backends import make_stack
 
-    return make_stack(stack_config.load(args.stack_config), getattr(args, "backend", None))
+    config = stack_config.load(args.stack_config, catalog=getattr(args, "catalog", None))
+    return make_stack(config, getattr(args, "backend", None))
 
 
 def healthy_stack(args: argparse.Namespace) -> Any:
     """``open_stack``, refused unless every service answers (runs need the stack up)."""
     stack = open_stack(args)
     if not stack.healthy():
-        raise RuntimeError("the stack is not healthy; start it with `icefloe up`")
+        up = "icefloe up" + ("" if stack.config.catalog == "rest" else " --catalog glue")
+        raise RuntimeError(f"the stack is not healthy; start it with `{up}`")
     return stack
+
+
+def add_catalog_option(parser: argparse.ArgumentParser) -> None:
+    """``--catalog``: which catalog the stack runs (default: the running stack's, else the
+    configured one, else rest)."""
+    parser.add_argument(
+        "--catalog",
+        choices=CATALOG_TYPES,
+        default=None,
+        help="the stack's catalog: rest (the Iceberg REST server) or glue (Glue-compatible);"
+        " default: the running stack's, else [stack] catalog, else rest",
+    )
 
 
 def provision(args: argparse.Namespace) -> int:
@@ -128,9 +144,9 @@ def add_parsers(sub: Any) -> None:
         choices=OPTIONAL_ARTIFACTS,
         help="also build an optional artifact (toxiproxy: network faults on the wire)",
     )
-    add("up", _up, "start the stack").add_argument(
-        "--no-provision", action="store_true", help="do not check the cache first"
-    )
+    up = add("up", _up, "start the stack")
+    up.add_argument("--no-provision", action="store_true", help="do not check the cache first")
+    add_catalog_option(up)
     add("down", _down, "stop the stack")
     add("status", _status, "pid, ports, health and memory of each service")
     logs = add("logs", _logs, "the tail of a service's log")

@@ -286,6 +286,11 @@ class ContainerStack(Stack):
 
     def __init__(self, config: StackConfig | None = None) -> None:
         self.config = config or load_config()
+        if self.config.catalog != "rest":
+            raise ValueError(
+                f"the containers backend runs the REST catalog only, not {self.config.catalog!r}:"
+                " a Glue catalog runs on the local backend (docs/catalogs.md)"
+            )
         self.credentials: S3Credentials = load_or_create(self.config.run_dir)
         self.engine = Engine(self.config.run_dir)
         self.project = project_name(self.config.run_dir)

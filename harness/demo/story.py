@@ -79,11 +79,19 @@ class Story:
         )
 
 
+CATALOG_NAMES = {
+    "rest": "the Iceberg REST catalog",
+    "glue": "a Glue-compatible catalog (ministack's Glue)",
+}
+"""How the walkthrough names each kind of catalog the stack can run."""
+
+
 def _stack_step(story: Story) -> None:
     out, stack = story.out, story.lab.stack
     out.step(
         "The stack",
-        "Kafka, MinIO (S3), the Iceberg REST catalog and Trino running as local processes.",
+        f"Kafka, MinIO (S3), {CATALOG_NAMES[stack.config.catalog]} and Trino running as local"
+        " processes.",
         "every claim that follows is checked on real services, through the SQL a user runs.",
     )
     stack.up()

@@ -63,6 +63,8 @@ class Capability(enum.StrEnum):
             ``max_record_bytes``, ``transform.unnest``, ``catalog.read_timeout``... in
             ``[loader]``).
         SUPERVISED: the harness restarts it when it exits by itself (``restart_on_exit``).
+        GLUE: commits through a Glue catalog (a stack with ``[stack] catalog = "glue"``);
+            every kind commits through the REST catalog.
     """
 
     KILL = "kill"
@@ -73,6 +75,7 @@ class Capability(enum.StrEnum):
     ROUTES = "routes"
     SETTINGS = "settings"
     SUPERVISED = "supervised"
+    GLUE = "glue"
 
 
 @dataclass(frozen=True)

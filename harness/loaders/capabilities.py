@@ -3,10 +3,12 @@
 A scenario needs a capability (``harness.loaders.base.Capability``) when its plain timeline,
 its ``[loader]`` table or its checks use it: a kill at a fault point needs icefloe's fault
 points, a zombie needs fencing, ``[loader] via`` needs endpoints that can be routed through the
-fault proxies, a check of dead letters needs a dead-letter path. :func:`not_applicable` compares
-that with what a kind declares and gives the reasons a scenario cannot run on it; nothing else
-decides it. Steps that run only under a break are not counted: a conformance run plays the plain
-timeline.
+fault proxies, a check of dead letters needs a dead-letter path, a stack whose catalog is Glue
+needs a loader that commits through Glue. :func:`not_applicable` compares that with what a kind
+declares and gives the reasons a scenario cannot run on it; nothing else decides it.
+:func:`catalog_limits` says what a scenario asks of the stack's catalog that it does not
+promise (a kill -9 of a catalog that keeps its state only on a clean stop). Steps that run only
+under a break are not counted: a conformance run plays the plain timeline.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 from harness.loaders.base import Capability
 from loader.testing.faultpoints import POINTS
 
-__all__ = ["fault_needs", "needs", "not_applicable"]
+__all__ = ["catalog_limits", "catalog_needs", "fault_needs", "needs", "not_applicable"]
 
 _POINT_KILLS = (*POINTS, "after_commit")
 """``kill_loader`` moments that are icefloe's own hooks (the rest are timed from outside)."""
@@ -75,16 +77,24 @@ def _step_needs(step: Any) -> dict[Capability, str]:
     return out
 
 
-def needs(scenario: Any) -> dict[Capability, str]:
+def catalog_needs(catalog: str) -> dict[Capability, str]:
+    """What any run on a stack whose catalog is of kind ``catalog`` needs of the loader."""
+    if catalog == "glue":
+        return {Capability.GLUE: "the stack's catalog is Glue ([stack] catalog = glue)"}
+    return {}
+
+
+def needs(scenario: Any, catalog: str = "rest") -> dict[Capability, str]:
     """What a scenario's plain run needs of the loader under test: capability -> why.
 
     Args:
         scenario: A ``harness.scenarios.model.Scenario``.
+        catalog: The kind of catalog the stack runs (``[stack] catalog``).
 
     Returns:
         Each capability needed with the first reason found.
     """
-    out: dict[Capability, str] = {}
+    out = catalog_needs(catalog)
 
     def add(found: Mapping[Capability, str]) -> None:
         for capability, why in found.items():
@@ -114,3 +124,48 @@ def not_applicable(
     """
     have = {str(c) for c in capabilities}
     return [f"no {c.value}: {why}" for c, why in required.items() if c.value not in have]
+
+
+def _faults(scenario: Any) -> list[tuple[str, Any]]:
+    """Every fault of a scenario's plain timeline: (kind, params)."""
+    out: list[tuple[str, Any]] = []
+    for step in scenario.steps:
+        if step.only_in_break is not None:
+            continue
+        if step.do == "fault":
+            out.append((step.params.kind, step.params.params))
+        elif step.do == "nemesis":
+            out.append((step.params.fault.kind, step.params.fault.params))
+        elif step.do == "schedule":
+            out += [(event.kind, event.params) for event in step.params.events.faults]
+    return out
+
+
+def catalog_limits(scenario: Any, catalog: Any) -> list[str]:
+    """What a scenario asks of the stack's catalog that the catalog does not promise.
+
+    A kill -9 of a catalog that keeps its state only when it stops cleanly (ministack's Glue)
+    loses the commits it acknowledged since: the scenario's checks would blame the loader for
+    the catalog's loss. Such a scenario is not applicable on that catalog; the loss itself is
+    measured where the catalog is what is under test (docs/catalogs.md).
+
+    Args:
+        scenario: A ``harness.scenarios.model.Scenario``.
+        catalog: The stack's catalog service (``kind``, ``keeps_state_on_kill``).
+
+    Returns:
+        One line per limit (empty: the catalog promises what the scenario asks).
+    """
+    if getattr(catalog, "keeps_state_on_kill", True):
+        return []
+    kills = [
+        kind
+        for kind, params in _faults(scenario)
+        if kind == "kill_service" and getattr(params, "service", None) == "catalog"
+    ]
+    if not kills:
+        return []
+    return [
+        f"kill_service of the catalog: the {catalog.kind} catalog keeps its state only when it"
+        " stops cleanly, so a kill -9 rolls back commits it acknowledged (docs/catalogs.md)"
+    ]

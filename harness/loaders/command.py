@@ -97,7 +97,10 @@ PLACEHOLDERS = {
     "table": "the table as catalog.schema.table",
     "namespace": "the table's schema (namespace) in the catalog",
     "table_name": "the table's name in its namespace",
-    "catalog_uri": "the Iceberg REST catalog's URI",
+    "catalog_type": "the kind of catalog the stack runs: rest, or glue (declare the glue "
+    "capability to run on it)",
+    "catalog_uri": "the catalog's address: the Iceberg REST catalog's URI, or the "
+    "Glue-compatible endpoint on a Glue stack",
     "warehouse": "the catalog's warehouse location",
     "s3_endpoint": "the object store's endpoint",
     "s3_region": "the object store's region",
@@ -412,6 +415,9 @@ def values(
     def of_stack(name: str) -> str:
         return str(getattr(stack, name)) if stack is not None else ""
 
+    served = getattr(stack, "catalog", None)  # the stack's catalog service (None: no stack)
+    address_key = f"catalog.{getattr(served, 'endpoint_key', 'uri')}"
+
     return _Values(
         stack,
         {
@@ -421,7 +427,8 @@ def values(
             "table": target.table,
             "namespace": namespace,
             "table_name": table,
-            "catalog_uri": endpoints.get("catalog.uri", of_stack("catalog_uri")),
+            "catalog_type": str(getattr(served, "kind", "rest")),
+            "catalog_uri": endpoints.get(address_key, of_stack("catalog_uri")),
             "warehouse": f"s3://{keys.WAREHOUSE_BUCKET}/",
             "s3_endpoint": endpoints.get("catalog.s3_endpoint", of_stack("s3_endpoint")),
             "s3_region": keys.S3_REGION,
@@ -584,7 +591,8 @@ class CommandLoader(OneProcessLoader):
         return [self._render(part) for part in self.spec.command]
 
     def environment(self) -> dict[str, str]:
-        """The caller's environment, plus ``[env]`` with the credentials filled in."""
+        """The caller's environment, the stack catalog's client environment (on Glue, the keys
+        its requests are signed with), plus ``[env]`` with the credentials filled in."""
         import os
 
         secrets = {
@@ -593,6 +601,7 @@ class CommandLoader(OneProcessLoader):
         }
         env = dict(os.environ)
         env.setdefault("PYTHONUNBUFFERED", "1")
+        env.update(self.stack.catalog.client_environment())  # AWS keys to sign to Glue, if on it
         env.update({k: self._render(v, secrets) for k, v in self.spec.env.items()})
         return env
 

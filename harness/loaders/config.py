@@ -100,7 +100,7 @@ def stack_loader_config(
         kafka=KafkaConfig(bootstrap=stack.bootstrap_servers, topics=tuple(topics), **(kafka or {})),
         catalog=CatalogConfig(
             **{
-                "uri": stack.catalog_uri,
+                **stack.catalog.loader_settings(),
                 "warehouse": f"s3://{keys.WAREHOUSE_BUCKET}/",
                 "s3_endpoint": stack.s3_endpoint,
                 "s3_access_key": stack.credentials.access_key,
@@ -128,15 +128,18 @@ KAFKA_BOOTSTRAP = "kafka.bootstrap"
 CATALOG_URI = "catalog.uri"
 METRICS_PORT = "metrics_port"
 """Loader setting keys the stack offers defaults for (the model's dotted names)."""
+CATALOG_ADDRESSES = frozenset({"catalog.type", CATALOG_URI, "catalog.glue_endpoint"})
+"""Settings that name a catalog: a configuration with any of them names its own."""
 
 
 @dataclass(frozen=True)
 class StackDefaults:
     """The local stack's endpoints and credentials, for settings a configuration leaves unset.
 
-    The broker's address when no ``kafka.bootstrap`` is set; the catalog's, the object
-    store's and its generated credentials when no ``catalog.uri`` is set (a configuration
-    naming another catalog gets nothing of this stack's store); the stack's loader metrics
+    The broker's address when no ``kafka.bootstrap`` is set; the catalog's (its ``type`` and
+    address), the object store's and its generated credentials when no ``catalog.type``,
+    ``catalog.uri`` nor ``catalog.glue_endpoint`` is set (a configuration naming another
+    catalog gets nothing of this stack's store); the stack's loader metrics
     port when no ``metrics_port`` is set. The S3 secret is offered as the file that holds it
     (``s3_secret_key_file``), so a configuration written back (``icefloe load config``)
     names the file, never the secret. Implements ``loader.settings.Defaults``.
@@ -154,10 +157,15 @@ class StackDefaults:
         out: dict[str, Any] = {}
         if KAFKA_BOOTSTRAP not in configured:
             out[KAFKA_BOOTSTRAP] = stack.bootstrap_servers
-        if CATALOG_URI not in configured:
+        if not configured & CATALOG_ADDRESSES:
+            settings = stack.catalog.loader_settings()
+            # The loader runs in this process: its clients sign with this environment (the
+            # AWS default chain), unless it names credentials of its own already.
+            for name, value in stack.catalog.client_environment().items():
+                os.environ.setdefault(name, value)
             out.update(
                 {
-                    CATALOG_URI: stack.catalog_uri,
+                    **{f"catalog.{key}": value for key, value in settings.items()},
                     "catalog.warehouse": f"s3://{keys.WAREHOUSE_BUCKET}/",
                     "catalog.s3_endpoint": stack.s3_endpoint,
                     "catalog.s3_access_key": stack.credentials.access_key,

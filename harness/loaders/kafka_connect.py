@@ -307,7 +307,7 @@ def connector_properties(
     settings: KafkaConnectSettings,
     *,
     tasks_max: int,
-    catalog_uri: str,
+    catalog: Mapping[str, str],
     s3_endpoint: str,
 ) -> dict[str, object]:
     """The connector's properties; the S3 keys appear only as ``${env:...}`` references.
@@ -315,7 +315,8 @@ def connector_properties(
     Args:
         settings: The sink's settings.
         tasks_max: Tasks to run.
-        catalog_uri: The Iceberg REST catalog.
+        catalog: Iceberg's catalog properties that reach the stack's catalog (its service's
+            ``iceberg_properties``: ``type`` and ``uri``, or Glue's ``catalog-impl``).
         s3_endpoint: The object store.
 
     Returns:
@@ -332,8 +333,7 @@ def connector_properties(
         "iceberg.tables": settings.iceberg_table,
         "iceberg.control.topic": settings.control,
         "iceberg.control.commit.interval-ms": settings.commit_interval_ms,
-        "iceberg.catalog.type": "rest",
-        "iceberg.catalog.uri": catalog_uri,
+        **{f"iceberg.catalog.{key}": value for key, value in catalog.items()},
         "iceberg.catalog.warehouse": f"s3://{keys.WAREHOUSE_BUCKET}/",
         "iceberg.catalog.io-impl": "org.apache.iceberg.aws.s3.S3FileIO",
         "iceberg.catalog.s3.endpoint": s3_endpoint,
@@ -448,7 +448,7 @@ class KafkaConnectSink:
             connector_properties(
                 self.settings,
                 tasks_max=self.tasks_max,
-                catalog_uri=self.stack.catalog_uri,
+                catalog=self.stack.catalog.iceberg_properties(),
                 s3_endpoint=self.stack.s3_endpoint,
             ),
         )
@@ -474,6 +474,7 @@ class KafkaConnectSink:
         env[ENV_S3_ACCESS_KEY] = self.stack.credentials.access_key
         env[ENV_S3_SECRET_KEY] = self.stack.credentials.secret_key.reveal()
         env["AWS_REGION"] = keys.S3_REGION
+        env.update(self.stack.catalog.client_environment())  # how it signs to Glue, if at all
         return env
 
     def start(self, *, wait: bool = True) -> float:
@@ -866,7 +867,13 @@ class KafkaConnectKind:
     def __init__(self, **settings: Any) -> None:
         self.settings = settings
         self.capabilities = frozenset(
-            {Capability.KILL, Capability.FREEZE, Capability.DEAD_LETTERS, Capability.SUPERVISED}
+            {
+                Capability.KILL,
+                Capability.FREEZE,
+                Capability.DEAD_LETTERS,
+                Capability.SUPERVISED,
+                Capability.GLUE,
+            }
         )
 
     def sink_settings(self, target: Any) -> KafkaConnectSettings:

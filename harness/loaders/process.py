@@ -239,6 +239,9 @@ class LoaderProcess:
             self.config_file.write_text(config.to_toml())
             env = dict(os.environ)
             env[SECRET_ENV] = self.stack.credentials.secret_key.reveal()
+            if config.catalog.type == self.stack.catalog.kind:  # how its clients sign, if at all
+                for name, value in self.stack.catalog.client_environment().items():
+                    env.setdefault(name, value)
             env.setdefault("PYTHONUNBUFFERED", "1")
             for hook in (*HOOK_ENVS, TRACE_ENV):
                 env.pop(hook, None)

@@ -157,6 +157,7 @@ class Run:
         via = self.setup_spec.loader.via
         routes: dict[str, str] = {}
         catalog = self.stack.catalog_uri
+        address = f"catalog.{self.stack.catalog.endpoint_key}"  # uri, or glue_endpoint
         if "toxiproxy" in via:
             toxiproxy = self.stack.toxiproxy
             if not toxiproxy.process.is_running():
@@ -164,9 +165,9 @@ class Run:
             proxied = toxiproxy.proxied_endpoints()
             routes["kafka.bootstrap"] = proxied.bootstrap_servers
             routes["catalog.s3_endpoint"] = proxied.s3_endpoint
-            catalog = routes["catalog.uri"] = proxied.catalog_uri
+            catalog = routes[address] = proxied.catalog_uri
         if "catalog_proxy" in via:
-            routes["catalog.uri"] = attach_catalog_proxy(self, upstream=catalog).url
+            routes[address] = attach_catalog_proxy(self, upstream=catalog).url
         if routes:
             self.loaders.route(routes)
 

@@ -1,10 +1,17 @@
-"""The Iceberg REST catalog: JDBC metadata in a SQLite file, table data in MinIO via S3FileIO."""
+"""The Iceberg REST catalog: JDBC metadata in a SQLite file, table data in MinIO via S3FileIO.
+
+The stack's default catalog kind (``[stack] catalog = "rest"``). Like every catalog service
+(``harness.stack.glue`` is the other), it says how each client reaches it: the loader's
+``[catalog]`` settings, pyiceberg's properties, Trino's catalog properties, the environment its
+clients need, and what it promises across a kill -9.
+"""
 
 from __future__ import annotations
 
 import os
 
 from harness.stack import keys
+from harness.stack.config import StackConfig
 from harness.stack.readiness import HttpOk, Readiness
 from harness.stack.service import LocalService
 
@@ -15,10 +22,40 @@ class Catalog(LocalService):
     """Iceberg's REST catalog server, started through icefloe's loopback-only launcher."""
 
     name = "catalog"
+    kind = "rest"
+    endpoint_key = "uri"
+    """The loader's ``[catalog]`` key that takes this catalog's address (a fault proxy's)."""
+    keeps_state_on_kill = True
+    """A commit it acknowledged survives a kill -9 (SQLite's write-ahead log is on disk)."""
 
     @property
     def uri(self) -> str:
         return f"http://{self.config.host}:{self.config.catalog_port}"
+
+    def loader_settings(self, address: str | None = None) -> dict[str, str]:
+        """The loader's ``[catalog]`` settings that reach it (at ``address``, else its own)."""
+        return {"type": self.kind, self.endpoint_key: address or self.uri}
+
+    def iceberg_properties(self, address: str | None = None) -> dict[str, str]:
+        """Iceberg's Java catalog properties that reach it (for the Kafka Connect sink's
+        ``iceberg.catalog.*``), storage aside."""
+        return {"type": self.kind, "uri": address or self.uri}
+
+    def client_environment(self) -> dict[str, str]:
+        """The environment its clients need: nothing (it asks no credentials)."""
+        return {}
+
+    def pyiceberg_properties(self) -> dict[str, str]:
+        """pyiceberg's catalog properties, storage aside."""
+        return {"type": self.kind, keys.PYICEBERG_URI: self.uri}
+
+    @staticmethod
+    def trino_properties(config: StackConfig) -> dict[str, object]:
+        """Trino's Iceberg connector properties that select it, storage aside."""
+        return {
+            keys.TRINO_ICEBERG_CATALOG_TYPE: "rest",
+            keys.TRINO_ICEBERG_REST_URI: f"http://{config.host}:{config.catalog_port}",
+        }
 
     @property
     def ports(self) -> tuple[int, ...]:

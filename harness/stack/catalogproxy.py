@@ -1,14 +1,15 @@
-"""An HTTP-aware fault point in front of the Iceberg REST catalog.
+"""An HTTP-aware fault point in front of an Iceberg catalog (the REST server, or Glue's API).
 
 A TCP proxy (Toxiproxy) can delay, cut or reset a connection, but it cannot answer an HTTP
 status, nor forward a commit and then lose the answer. :class:`CatalogProxy` is a small
 HTTP/1.1 reverse proxy (asyncio streams, in a background thread with its own event loop) that
 forwards every request unchanged (keep-alive, ``Content-Length`` and chunked bodies, bytes as
-they came) unless a :class:`Rule` matches it. A rule matches on method and path (regular
-expressions, the whole path without its query string must match), fires for the next
-``times`` matches or with a ``probability`` drawn from the proxy's seeded random source, and
-can be added and removed while the proxy runs. Its mode says what happens to a request it
-fires on:
+they came) unless a :class:`Rule` matches it. A rule matches on method, path and operation
+(regular expressions, the whole path without its query string must match; the operation is what
+an AWS JSON API names in ``X-Amz-Target``, e.g. ``AWSGlue.UpdateTable``, empty elsewhere),
+fires for the next ``times`` matches or with a ``probability`` drawn from the proxy's seeded
+random source, and can be added and removed while the proxy runs. Its mode says what happens to
+a request it fires on:
 
 - ``drop_after_forward``: forward, let the catalog apply it, read the answer, then close the
   client's connection without answering;
@@ -51,6 +52,8 @@ from urllib.parse import urlsplit
 
 __all__ = [
     "COMMIT_PATH",
+    "GLUE_COMMIT_OPERATION",
+    "GLUE_LOAD_OPERATION",
     "LOAD_PATH",
     "MODES",
     "TRANSACTION_PATH",
@@ -81,6 +84,11 @@ COMMIT_PATH = r"/v1/(?:[^/]+/)?namespaces/[^/]+/tables/[^/]+"
 TRANSACTION_PATH = r"/v1/(?:[^/]+/)?transactions/commit"
 LOAD_PATH = COMMIT_PATH
 
+# Glue's API (AWS JSON 1.1): every request a POST to "/", the operation in X-Amz-Target. A
+# commit is UpdateTable (pyiceberg's and Java's GlueCatalog alike), a table load GetTable.
+GLUE_COMMIT_OPERATION = r"AWSGlue\.UpdateTable"
+GLUE_LOAD_OPERATION = r"AWSGlue\.GetTable"
+
 EVENT_NAME = "catalog_proxy.fired"
 HEAD_LIMIT = 1 << 20
 UPSTREAM_CONNECT_TIMEOUT_S = 10.0
@@ -108,6 +116,11 @@ class Firing:
         answer_delay_ms: ``delay``: wait this long after the answer came, before passing it on.
         hold_s: ``black_hole``: close after this long (``None``: hold until healed).
         late_s: ``deliver_late``: forward the request this long after answering 504.
+        on_retries: Also fire on a client's own resending of a request (an AWS SDK's, which
+            numbers each try in its ``amz-sdk-request: attempt=N`` header; a request without
+            the header counts as a first try). Off, the rule spares them and fires on first
+            tries only: after a lost answer Spark's Glue client resends the commit by itself,
+            and the catalog refuses the copy, so a firing on it is not on an applied commit.
     """
 
     mode: Mode
@@ -120,6 +133,7 @@ class Firing:
     answer_delay_ms: int = 0
     hold_s: float | None = None
     late_s: float = 5.0
+    on_retries: bool = True
 
 
 @dataclass(frozen=True)
@@ -129,11 +143,14 @@ class Rule(Firing):
     Attributes:
         method: Regular expression the request method must match in full.
         path: Regular expression the request path (no query string) must match in full.
+        operation: Regular expression the request's operation (its ``X-Amz-Target``, empty
+            when it has none) must match in full.
         name: The rule's name, unique in a proxy (empty: the proxy names it).
     """
 
     method: str = "POST"
     path: str = COMMIT_PATH
+    operation: str = ".*"
     name: str = ""
 
     def __post_init__(self) -> None:
@@ -149,6 +166,7 @@ class Rule(Firing):
             raise ValueError("delays must be >= 0")
         re.compile(self.method)
         re.compile(self.path)
+        re.compile(self.operation)
 
     @property
     def answer_status(self) -> int:
@@ -188,6 +206,8 @@ class Fired:
         status: The catalog's real status (``None``: not forwarded, or no answer).
         answered: The status the client got (``None``: no answer, its connection closed).
         seconds: From arrival to the outcome (for ``deliver_late``, the late forward's end).
+        operation: The request's operation (``X-Amz-Target``; empty when it has none).
+        attempt: The client's try of it (its ``amz-sdk-request`` header; 1 without one).
     """
 
     time: float
@@ -199,6 +219,8 @@ class Fired:
     status: int | None
     answered: int | None
     seconds: float
+    operation: str = ""
+    attempt: int = 1
 
     def to_json(self) -> dict[str, Any]:
         """The record as a JSON-ready dict."""
@@ -213,6 +235,8 @@ class _Request:
     head: bytes
     body: bytes
     close: bool
+    operation: str = ""
+    attempt: int = 1
     arrived: float = field(default_factory=time.time)
 
     @property
@@ -245,6 +269,7 @@ class _Armed:
     remaining: int | None
     method: re.Pattern[str]
     path: re.Pattern[str]
+    operation: re.Pattern[str]
     released: asyncio.Event | None = None
     fired: int = 0
 
@@ -319,7 +344,10 @@ async def _read_request(
     body = await _read_body(reader, pairs) or b""
     connection = _tokens(pairs, "connection")
     close = "close" in connection or (version == "HTTP/1.0" and "keep-alive" not in connection)
-    return _Request(method, target, version, head, body, close)
+    operation = _get(pairs, "x-amz-target") or ""
+    tries = re.search(r"attempt=(\d+)", _get(pairs, "amz-sdk-request") or "")
+    attempt = int(tries.group(1)) if tries else 1
+    return _Request(method, target, version, head, body, close, operation, attempt)
 
 
 async def _read_response(reader: asyncio.StreamReader, method: str) -> _Response:
@@ -416,6 +444,8 @@ class CatalogProxy:
         port: Port to listen on (0: any free one; :attr:`port` tells which after start).
         history: A ``harness.history.History`` to record firings in (or None).
         seed: Seed of the random source that decides probabilistic firings.
+        catalog: The kind of catalog behind it (``rest``, ``glue``): which requests are its
+            commits and loads (``harness.scenarios.faults.commits.TARGETS``).
     """
 
     def __init__(
@@ -426,11 +456,13 @@ class CatalogProxy:
         port: int = 0,
         history: Any = None,
         seed: int = 0,
+        catalog: str = "rest",
     ) -> None:
         parts = urlsplit(upstream)
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"upstream must be an http:// URL, not {upstream!r}")
         self.upstream = upstream.rstrip("/")
+        self.catalog = catalog
         self._up_host = parts.hostname
         self._up_port = parts.port or 80
         self.host = host
@@ -559,7 +591,11 @@ class CatalogProxy:
             if rule.name in self._rules:
                 raise ValueError(f"a rule named {rule.name!r} is armed already")
             self._rules[rule.name] = _Armed(
-                rule, rule.times, re.compile(rule.method), re.compile(rule.path)
+                rule,
+                rule.times,
+                re.compile(rule.method),
+                re.compile(rule.path),
+                re.compile(rule.operation),
             )
         return rule
 
@@ -669,6 +705,10 @@ class CatalogProxy:
                     continue
                 if not armed.path.fullmatch(request.path):
                     continue
+                if not armed.operation.fullmatch(request.operation):
+                    continue
+                if request.attempt > 1 and not armed.rule.on_retries:
+                    continue
                 if armed.rule.probability < 1.0 and self._rng.random() >= armed.rule.probability:
                     continue
                 if armed.remaining is not None:
@@ -695,6 +735,8 @@ class CatalogProxy:
             status=status,
             answered=answered,
             seconds=round(time.time() - request.arrived, 3),
+            operation=request.operation,
+            attempt=request.attempt,
         )
         with self._fired_cond:
             self._fired.append(fired)

@@ -2,6 +2,8 @@
 
 The file is `icefloe.toml` in the working directory (or $ICEFLOE_CONFIG), section [stack].
 Environment variables are ICEFLOE_STACK_<FIELD> (upper case). Every service binds to `host`.
+The catalog a running stack was brought up with (`icefloe up --catalog glue`) is recorded in
+its run directory and applies where neither file, environment nor argument names one.
 """
 
 from __future__ import annotations
@@ -15,6 +17,11 @@ from typing import Any
 
 from harness.provision.layout import cache_dir
 from harness.stack import keys
+from loader.config import CATALOG_TYPES
+
+CATALOG_RECORD = "catalog"
+"""The file in the run directory naming the catalog of the stack that runs there (written by
+``up``, removed by ``down``): commands that name no catalog use that one."""
 
 ENV_PREFIX = "ICEFLOE_STACK_"
 """Environment variables ICEFLOE_STACK_<FIELD> override the file (also read by compose)."""
@@ -38,6 +45,9 @@ class StackConfig:
     """Ports, heap sizes, timeouts and directories of one local stack."""
 
     host: str = "127.0.0.1"
+    # Which catalog the stack runs: "rest" (the Iceberg REST server) or "glue" (the
+    # Glue-compatible service). Trino's `lake`, the loaders and every check use that one.
+    catalog: str = "rest"
     kafka_port: int = 9092
     kafka_controller_port: int = 9093
     kafka_proxied_port: int = 9094  # the broker's PROXIED listener, Toxiproxy's upstream
@@ -65,9 +75,16 @@ class StackConfig:
     def __post_init__(self) -> None:
         if self.host not in ("127.0.0.1", "localhost", "::1"):
             raise ValueError(f"services listen on loopback only, not {self.host!r}")
+        if self.catalog not in CATALOG_TYPES:
+            raise ValueError(f"catalog {self.catalog!r}: one of {', '.join(CATALOG_TYPES)}")
         ports = [getattr(self, f.name) for f in dataclasses.fields(self) if f.name.endswith("port")]
         if len(set(ports)) != len(ports):
             raise ValueError(f"two services share a port: {ports}")
+
+    @property
+    def catalog_service_port(self) -> int:
+        """The port of the catalog the stack runs."""
+        return self.glue_port if self.catalog == "glue" else self.catalog_port
 
     def port_settings(self, ports: tuple[int, ...]) -> str:
         """The settings that hold ``ports``, to tell a user how to move them elsewhere."""
@@ -110,6 +127,11 @@ def load(config_file: Path | None = None, **overrides: Any) -> StackConfig:
         if env is not None:
             values[name] = env
     values.update({k: v for k, v in overrides.items() if v is not None})
+    if "catalog" not in values:
+        where = _coerce("run_dir", values["run_dir"]) if "run_dir" in values else run_dir()
+        record = where / CATALOG_RECORD
+        if record.is_file():
+            values["catalog"] = record.read_text().strip()
     unknown = set(values) - names
     if unknown:
         raise ValueError(f"unknown stack settings {sorted(unknown)}")

@@ -83,6 +83,12 @@ TRINO_S3_SECRET_KEY = "s3.aws-secret-key"
 TRINO_ENV_S3_ACCESS_KEY = "ICEFLOE_S3_ACCESS_KEY"
 TRINO_ENV_S3_SECRET_KEY = "ICEFLOE_S3_SECRET_KEY"
 
+
+def trino_env(variable: str) -> str:
+    """Trino's syntax for a property value read from the server's environment."""
+    return "${ENV:" + variable + "}"
+
+
 # pyiceberg REST catalog properties.
 PYICEBERG_URI = "uri"
 PYICEBERG_S3_ENDPOINT = "s3.endpoint"

@@ -1,5 +1,8 @@
-"""The local lakehouse: Kafka, MinIO, the Iceberg REST catalog and Trino, as one unit.
+"""The local lakehouse: Kafka, MinIO, an Iceberg catalog and Trino, as one unit.
 
+The catalog is the Iceberg REST server, or the Glue-compatible service with ``[stack] catalog =
+"glue"``: either plays the stack's ``catalog`` role (``stack.catalog``, ``stack.service(
+"catalog")``), which Trino's ``lake``, the loaders, the checks and the faults on the catalog use.
 `up` starts what is not running, all four at once (none needs another to start: the catalog
 reaches MinIO and Trino reaches the catalog only when a query asks), and waits until every one
 is ready; `down` stops them, Trino first. Typed accessors give clients their endpoints.
@@ -15,7 +18,7 @@ from typing import Any
 from harness.console import say
 from harness.stack import keys
 from harness.stack.catalog import Catalog
-from harness.stack.config import StackConfig
+from harness.stack.config import CATALOG_RECORD, StackConfig
 from harness.stack.config import load as load_config
 from harness.stack.credentials import S3Credentials, load_or_create
 from harness.stack.glue import Glue
@@ -27,7 +30,7 @@ from harness.stack.trino import Trino
 
 
 class Stack:
-    """The four services of one run directory."""
+    """The four services of one run directory, by role: kafka, minio, catalog, trino."""
 
     # Services started together in each wave; a wave waits for the one before it. Trino is the
     # slowest to start, so it starts first rather than last.
@@ -38,25 +41,36 @@ class Stack:
         self.credentials: S3Credentials = load_or_create(self.config.run_dir)
         self.kafka = Kafka(self.config, self.credentials)
         self.minio = Minio(self.config, self.credentials)
-        self.catalog = Catalog(self.config, self.credentials)
+        glue = Glue(self.config, self.credentials)
+        self.catalog: Catalog | Glue = (
+            glue if self.config.catalog == Glue.kind else Catalog(self.config, self.credentials)
+        )
         self.trino = Trino(self.config, self.credentials)
         # Optional: started only by who injects faults on the wire, never by `up`.
         self.toxiproxy = Toxiproxy(self.config, self.credentials)
-        # Optional: a Glue-compatible catalog, started only by who asks for one.
-        self.glue = Glue(self.config, self.credentials)
+        # Optional beside the REST catalog: a Glue-compatible one, started by who asks for it.
+        self.glue: Glue | None = None if self.catalog is glue else glue
 
     @property
     def services(self) -> dict[str, LocalService]:
-        return {s.name: s for s in (self.kafka, self.minio, self.catalog, self.trino)}
+        """The services ``up`` starts, by role."""
+        return {
+            "kafka": self.kafka,
+            "minio": self.minio,
+            "catalog": self.catalog,
+            "trino": self.trino,
+        }
 
     def optional_services(self) -> dict[str, LocalService]:
-        """Services that run only when asked for (Toxiproxy, Glue), where this backend has them:
-        the containers backend has none."""
+        """Services that run only when asked for (Toxiproxy, Glue beside the REST catalog),
+        where this backend has them: the containers backend has none."""
         optional = (getattr(self, "toxiproxy", None), getattr(self, "glue", None))
         return {s.name: s for s in optional if s is not None}
 
     def service(self, name: str) -> LocalService:
-        known = {**self.services, **self.optional_services()}
+        """A service by its role (``catalog``) or its own name (``glue``)."""
+        own = {s.name: s for s in self.services.values()}
+        known = {**own, **self.services, **self.optional_services()}
         try:
             return known[name]
         except KeyError:
@@ -81,8 +95,21 @@ class Stack:
 
     # Lifecycle.
     def up(self) -> float:
-        """Start every service that is not running; return seconds until all are ready."""
+        """Start every service that is not running; return seconds until all are ready.
+
+        The stack's catalog is recorded in the run directory (``config.CATALOG_RECORD``); a
+        running Trino whose ``lake`` is on another catalog is restarted on this one (and a
+        running Toxiproxy, whose catalog proxy leads to the other, stopped).
+        """
         started = time.monotonic()
+        before = self.running_catalog()
+        if before != self.config.catalog and self.trino.process.is_running():
+            say(f"restarting trino: its lake catalog moves from {before} to {self.config.catalog}")
+            self.trino.stop()
+            if self.toxiproxy.process.is_running():
+                self.toxiproxy.stop()
+        self.config.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.config.run_dir / CATALOG_RECORD).write_text(self.config.catalog + "\n")
         with ThreadPoolExecutor(max_workers=4) as pool:
             for wave in self.start_waves:
                 todo = [self.service(n) for n in wave]
@@ -95,18 +122,35 @@ class Stack:
     def down(self) -> None:
         """Stop every service: Toxiproxy if it runs, Trino, the catalog, then Kafka and MinIO."""
         names = (*self.optional_services(), "trino", "catalog", "kafka", "minio")
-        for wave in ((n,) for n in names):
-            for name in wave:
-                service = self.service(name)
-                if service.process.is_running():
-                    service.stop()
-                    say(f"stopped {name}")
+        for name in names:
+            service = self.service(name)
+            if service.process.is_running():
+                service.stop()
+                say(f"stopped {service.name}")
+        for other in (Catalog, Glue):  # a catalog of an earlier choice, still running
+            if not isinstance(self.catalog, other) and not isinstance(
+                getattr(self, "glue", None), other
+            ):
+                left = other(self.config, self.credentials)
+                if left.process.is_running():
+                    left.stop()
+                    say(f"stopped {left.name}")
+        (self.config.run_dir / CATALOG_RECORD).unlink(missing_ok=True)
 
     def status(self) -> list[ServiceStatus]:
         optional = [s for s in self.optional_services().values() if s.process.is_running()]
         return [s.status() for s in [*self.services.values(), *optional]]
 
+    def running_catalog(self) -> str:
+        """The catalog the stack in this run directory was brought up with (``rest`` when
+        nothing is recorded)."""
+        record = self.config.run_dir / CATALOG_RECORD
+        return record.read_text().strip() if record.is_file() else Catalog.kind
+
     def healthy(self) -> bool:
+        """Every service answers, and Trino's ``lake`` is on this stack's catalog."""
+        if self.running_catalog() != self.config.catalog:
+            return False
         return all(s.health() for s in self.services.values())
 
     # Clients.
@@ -136,14 +180,13 @@ class Stack:
             conn.close()
 
     def pyiceberg_catalog(self) -> Any:
-        """A pyiceberg REST catalog on the same catalog and object store Trino uses."""
+        """A pyiceberg catalog on the same catalog and object store Trino's ``lake`` uses."""
         from pyiceberg.catalog import load_catalog
 
         return load_catalog(
             keys.TRINO_CATALOG,
             **{
-                "type": "rest",
-                keys.PYICEBERG_URI: self.catalog_uri,
+                **self.catalog.pyiceberg_properties(),
                 keys.PYICEBERG_S3_ENDPOINT: self.s3_endpoint,
                 keys.PYICEBERG_S3_ACCESS_KEY: self.credentials.access_key,
                 keys.PYICEBERG_S3_SECRET_KEY: self.credentials.secret_key.reveal(),

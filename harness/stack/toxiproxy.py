@@ -1,4 +1,4 @@
-"""Toxiproxy: TCP proxies before Kafka, MinIO and the REST catalog that break the wire on demand.
+"""Toxiproxy: TCP proxies before Kafka, MinIO and the catalog that break the wire on demand.
 
 An optional fifth service of the local stack. Only the loader under test connects through its
 proxies (`proxied_endpoints`); Trino, the checkers and the publisher keep connecting directly,
@@ -323,7 +323,9 @@ def proxy_specs(config: StackConfig) -> tuple[ProxySpec, ...]:
             "kafka", f"{h}:{config.toxiproxy_kafka_port}", f"{h}:{config.kafka_proxied_port}"
         ),
         ProxySpec("minio", f"{h}:{config.toxiproxy_minio_port}", f"{h}:{config.minio_port}"),
-        ProxySpec("catalog", f"{h}:{config.toxiproxy_catalog_port}", f"{h}:{config.catalog_port}"),
+        ProxySpec(
+            "catalog", f"{h}:{config.toxiproxy_catalog_port}", f"{h}:{config.catalog_service_port}"
+        ),
     )
 
 

@@ -13,6 +13,8 @@ from typing import Any
 
 from harness.provision import jdk
 from harness.stack import keys
+from harness.stack.catalog import Catalog
+from harness.stack.glue import Glue
 from harness.stack.readiness import HttpOk, Probe, Readiness
 from harness.stack.service import LocalService, write_properties
 
@@ -32,11 +34,6 @@ _JVM_FLAGS = (
     "-Dfile.encoding=UTF-8",
 )
 LOG_LEVELS: dict[str, object] = {"io.trino": "INFO"}
-
-
-def _env(variable: str) -> str:
-    """Trino's syntax for a property value read from the server's environment."""
-    return "${ENV:" + variable + "}"
 
 
 def _started(body: bytes) -> bool:
@@ -76,29 +73,23 @@ class Trino(LocalService):
         }
 
     def catalog_properties(self) -> dict[str, object]:
-        """catalog/lake.properties: the Iceberg connector on the REST catalog and MinIO."""
+        """catalog/lake.properties: the Iceberg connector on the stack's catalog (the REST
+        server, or the Glue-compatible service with ``[stack] catalog = "glue"``) and MinIO."""
         c = self.config
-        return {
-            keys.TRINO_CONNECTOR: "iceberg",
-            keys.TRINO_ICEBERG_CATALOG_TYPE: "rest",
-            keys.TRINO_ICEBERG_REST_URI: f"http://{c.host}:{c.catalog_port}",
-            **self._storage_properties(),
-        }
+        if c.catalog == Glue.kind:
+            chosen = Glue.trino_properties(c, f"s3://{keys.WAREHOUSE_BUCKET}/")
+        else:
+            chosen = Catalog.trino_properties(c)
+        return {keys.TRINO_CONNECTOR: "iceberg", **chosen, **self._storage_properties()}
 
     def glue_catalog_properties(self) -> dict[str, object]:
         """catalog/glue.properties: the Iceberg connector on the Glue-compatible service
-        (``harness.stack.glue``) and MinIO. Trino reaches the service only when a query asks,
-        so the catalog is there whether or not the service runs; its requests are signed with
-        the stack's S3 keys, as the service's other clients' are."""
-        c = self.config
+        (``harness.stack.glue``) and MinIO, beside ``lake`` on any stack. Trino reaches the
+        service only when a query asks, so the catalog is there whether or not it runs."""
+        warehouse = f"s3://{keys.WAREHOUSE_BUCKET}/{keys.TRINO_GLUE_CATALOG}"
         return {
             keys.TRINO_CONNECTOR: "iceberg",
-            keys.TRINO_ICEBERG_CATALOG_TYPE: "glue",
-            keys.TRINO_GLUE_ENDPOINT: f"http://{c.host}:{c.glue_port}",
-            keys.TRINO_GLUE_REGION: keys.S3_REGION,
-            keys.TRINO_GLUE_ACCESS_KEY: _env(keys.TRINO_ENV_S3_ACCESS_KEY),
-            keys.TRINO_GLUE_SECRET_KEY: _env(keys.TRINO_ENV_S3_SECRET_KEY),
-            keys.TRINO_GLUE_WAREHOUSE: f"s3://{keys.WAREHOUSE_BUCKET}/{keys.TRINO_GLUE_CATALOG}",
+            **Glue.trino_properties(self.config, warehouse),
             **self._storage_properties(),
         }
 
@@ -110,8 +101,8 @@ class Trino(LocalService):
             keys.TRINO_S3_ENDPOINT: f"http://{c.host}:{c.minio_port}",
             keys.TRINO_S3_PATH_STYLE: "true",
             keys.TRINO_S3_REGION: keys.S3_REGION,
-            keys.TRINO_S3_ACCESS_KEY: _env(keys.TRINO_ENV_S3_ACCESS_KEY),
-            keys.TRINO_S3_SECRET_KEY: _env(keys.TRINO_ENV_S3_SECRET_KEY),
+            keys.TRINO_S3_ACCESS_KEY: keys.trino_env(keys.TRINO_ENV_S3_ACCESS_KEY),
+            keys.TRINO_S3_SECRET_KEY: keys.trino_env(keys.TRINO_ENV_S3_SECRET_KEY),
         }
 
     def node_properties(self) -> dict[str, object]:

@@ -12,6 +12,7 @@ from harness.loaders import config
 from harness.loaders.background import open_loader, saved_flags
 from loader.config import SparkConfig
 from loader.secret import Secret
+from tests.harness.fakes import RestCatalog
 
 
 def test_history_and_flags_are_kept_across_commands(
@@ -22,6 +23,7 @@ def test_history_and_flags_are_kept_across_commands(
     stack = SimpleNamespace(
         bootstrap_servers="127.0.0.1:59092",
         catalog_uri="http://127.0.0.1:58181",
+        catalog=RestCatalog("http://127.0.0.1:58181"),
         s3_endpoint="http://127.0.0.1:59000",
         credentials=SimpleNamespace(access_key="a", secret_key=Secret("s")),
         config=SimpleNamespace(run_dir=tmp_path, cache_dir=tmp_path / "cache"),

@@ -561,3 +561,59 @@ def test_a_run_gets_a_catalog_proxy_in_front_of_its_catalog(fake: FakeCatalog) -
         assert fault.heal(run)["not_applied"] == 1
     finally:
         proxy.stop()
+
+
+def _glue(conn: http.client.HTTPConnection, operation: str) -> int:
+    """A Glue request (AWS JSON 1.1: a POST to "/", the operation in ``X-Amz-Target``)."""
+    headers = {"Content-Type": "application/x-amz-json-1.1", "X-Amz-Target": operation}
+    conn.request("POST", "/", body=b'{"DatabaseName": "d", "Name": "t"}', headers=headers)
+    response = conn.getresponse()
+    response.read()
+    return response.status
+
+
+def test_on_glue_the_fault_fires_on_update_table_only(fake: FakeCatalog) -> None:
+    with CatalogProxy(fake.url, catalog="glue") as proxy:
+        run = _Run(proxy)
+        fault = _fault(mode="refuse", times=1)
+        facts = fault.inject(run)
+        assert facts["operation"] == r"AWSGlue\.UpdateTable"
+        conn = connect(proxy)
+        try:
+            assert _glue(conn, "AWSGlue.GetTable") == 200  # a load passes
+            assert _glue(conn, "AWSGlue.UpdateTable") == 503  # the commit is refused
+            assert _glue(conn, "AWSGlue.UpdateTable") == 200  # times=1
+            assert post(conn)[0] == 200  # a REST commit's path is not Glue's commit
+        finally:
+            conn.close()
+        (fired,) = proxy.fired
+        assert (fired.operation, fired.applied) == ("AWSGlue.UpdateTable", False)
+
+
+def test_on_glue_a_multi_table_commit_is_no_request() -> None:
+    from harness.scenarios.faults import FaultSkipped
+    from harness.scenarios.faults.commits import CatalogHttpParams
+
+    with pytest.raises(FaultSkipped, match="glue catalog has no 'transaction'"):
+        CatalogHttpParams(mode="refuse", on="transaction").rule("r", "glue")
+
+
+def test_a_rule_can_spare_a_clients_own_retries(fake: FakeCatalog) -> None:
+    with CatalogProxy(fake.url, catalog="glue") as proxy:
+        rule = proxy.add(Rule("refuse", method="POST", path="/", times=1, on_retries=False))
+        conn = connect(proxy)
+        try:
+            for attempt, status in ((2, 200), (1, 503)):
+                conn.request(
+                    "POST",
+                    "/",
+                    body=b"{}",
+                    headers={"amz-sdk-request": f"attempt={attempt}; max=3"},
+                )
+                response = conn.getresponse()
+                response.read()
+                assert response.status == status
+        finally:
+            conn.close()
+        (fired,) = proxy.fired_by(rule.name)
+        assert fired.attempt == 1

@@ -16,6 +16,7 @@ from harness.loaders import process as loader_process
 from harness.loaders.process import LoaderProcess, _Start, armed_fault
 from harness.scenarios.faults.loader import _fired
 from loader.testing.faultpoints import KILL_AT_ENV, PAUSE_AT_ENV, PAUSE_DELAY_MS_ENV, TRACE_ENV
+from tests.harness.fakes import RestCatalog
 
 # A stand-in for a loader's first batch: it passes the points named in argv, then exits 0.
 BATCH = (
@@ -157,10 +158,14 @@ def test_an_exit_the_watcher_did_not_see_is_recorded_by_the_next_start(
         loader_id="l",
         trigger_interval=1.0,
         dead_letter_topic=None,
+        catalog=SimpleNamespace(type="rest"),
     )
     monkeypatch.setattr(loader_process, "placed", lambda config, checkpoint: config)
     monkeypatch.setattr(LoaderProcess, "_ensure_watcher", lambda self: None)
-    stack = SimpleNamespace(credentials=SimpleNamespace(secret_key=SimpleNamespace(reveal=str)))
+    stack = SimpleNamespace(
+        credentials=SimpleNamespace(secret_key=SimpleNamespace(reveal=str)),
+        catalog=RestCatalog("http://127.0.0.1:8181"),
+    )
     loader = LoaderProcess(config, stack, tmp_path, History())  # type: ignore[arg-type]
     loader.start(wait=False, hooks={KILL_AT_ENV: "planned"})
     first = loader.process.started_pid
@@ -189,10 +194,14 @@ def test_a_break_switches_parts_of_the_protocol_off_in_every_start(
     config = SimpleNamespace(
         to_toml=lambda: "not = [valid\n", loader_id="l", trigger_interval=1.0,
         dead_letter_topic=None,
+        catalog=SimpleNamespace(type="rest"),
     )  # fmt: skip
     monkeypatch.setattr(loader_process, "placed", lambda config, checkpoint: config)
     monkeypatch.setattr(LoaderProcess, "_ensure_watcher", lambda self: None)
-    stack = SimpleNamespace(credentials=SimpleNamespace(secret_key=SimpleNamespace(reveal=str)))
+    stack = SimpleNamespace(
+        credentials=SimpleNamespace(secret_key=SimpleNamespace(reveal=str)),
+        catalog=RestCatalog("http://127.0.0.1:8181"),
+    )
     hooks = TestHooks(pause_at="planned", disable=("exactly_once", "fencing"))
     loader = LoaderProcess(config, stack, tmp_path, History(), hooks=hooks)  # type: ignore[arg-type]
     seen = []

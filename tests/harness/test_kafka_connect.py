@@ -30,7 +30,10 @@ def _settings(**overrides: object) -> KafkaConnectSettings:
 
 def _connector(settings: KafkaConnectSettings) -> dict[str, object]:
     return connector_properties(
-        settings, tasks_max=2, catalog_uri="http://127.0.0.1:8181", s3_endpoint="http://s3"
+        settings,
+        tasks_max=2,
+        catalog={"type": "rest", "uri": "http://127.0.0.1:8181"},
+        s3_endpoint="http://s3",
     )
 
 

@@ -15,12 +15,14 @@ from hypothesis import strategies as st
 from harness.cli.main import build_parser
 from harness.loaders.config import StackDefaults
 from loader.secret import Secret
+from tests.harness.fakes import RestCatalog
 
 
 def _stack(tmp_path: Path) -> SimpleNamespace:
     return SimpleNamespace(
         bootstrap_servers="127.0.0.1:59092",
         catalog_uri="http://127.0.0.1:58181",
+        catalog=RestCatalog("http://127.0.0.1:58181"),
         s3_endpoint="http://127.0.0.1:59000",
         credentials=SimpleNamespace(access_key="icefloe-ab", secret_key=Secret("s3cr3t")),
         config=SimpleNamespace(run_dir=tmp_path, loader_metrics_port=59400),

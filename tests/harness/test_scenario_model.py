@@ -21,6 +21,7 @@ from harness.scenarios.runner import RunResult, settle_at_the_end
 from loader.config import load_config
 from loader.secret import Secret
 from loader.testing.faultpoints import KILL_AFTER_COMMIT_ENV
+from tests.harness.fakes import RestCatalog
 
 MINIMAL = {"steps": [{"do": "start_loader"}], "checks": [{"check": "exactly_once"}]}
 
@@ -178,6 +179,7 @@ _FakeStack = functools.partial(
     SimpleNamespace,
     bootstrap_servers="localhost:1",
     catalog_uri="http://localhost:2",
+    catalog=RestCatalog("http://localhost:2"),
     s3_endpoint="http://localhost:3",
     credentials=SimpleNamespace(access_key="a", secret_key=Secret("not-a-secret")),
 )

@@ -1,6 +1,7 @@
 """Catalog faults on the wire: HTTP answers lost, replaced, refused, delayed or held.
 
-The loader commits each batch with one HTTP request to the REST catalog. What the harness
+The loader commits each batch with one HTTP request to the catalog (a POST of the table's path
+to the REST catalog, an ``UpdateTable`` to Glue). What the harness
 needs to provoke is the case a TCP fault cannot: the commit applied, and the loader told
 something else (nothing, a 5xx, a 504 now and the commit later). ``catalog_http`` arms a
 rule on the run's catalog proxy (``harness.stack.catalogproxy.CatalogProxy``, the
@@ -24,6 +25,8 @@ from typing import Any, Literal
 from harness.scenarios.faults import FaultSkipped, fault_kind
 from harness.stack.catalogproxy import (
     COMMIT_PATH,
+    GLUE_COMMIT_OPERATION,
+    GLUE_LOAD_OPERATION,
     LOAD_PATH,
     TRANSACTION_PATH,
     CatalogProxy,
@@ -34,13 +37,21 @@ from harness.stack.catalogproxy import (
 __all__ = ["TARGETS", "CatalogHttp", "CatalogHttpParams", "attach_catalog_proxy", "catalog_proxy"]
 
 Target = Literal["commit", "transaction", "load", "any"]
-TARGETS: dict[str, tuple[str, str]] = {
-    "commit": ("POST", COMMIT_PATH),
-    "transaction": ("POST", TRANSACTION_PATH),
-    "load": ("GET", LOAD_PATH),
-    "any": (".*", ".*"),
+TARGETS: dict[str, dict[str, tuple[str, str, str]]] = {
+    "rest": {
+        "commit": ("POST", COMMIT_PATH, ".*"),
+        "transaction": ("POST", TRANSACTION_PATH, ".*"),
+        "load": ("GET", LOAD_PATH, ".*"),
+        "any": (".*", ".*", ".*"),
+    },
+    "glue": {  # Glue has no multi-table commit
+        "commit": ("POST", "/", GLUE_COMMIT_OPERATION),
+        "load": ("POST", "/", GLUE_LOAD_OPERATION),
+        "any": (".*", ".*", ".*"),
+    },
 }
-"""Which requests a target names: (method, path) regular expressions."""
+"""Which requests a target names on each kind of catalog: (method, path, operation) regular
+expressions."""
 
 
 @dataclass(frozen=True)
@@ -61,21 +72,26 @@ class CatalogHttpParams(Firing):
     def __post_init__(self) -> None:
         self.rule()  # the same checks as the proxy's
 
-    def rule(self, name: str = "") -> Rule:
+    def rule(self, name: str = "", catalog: str = "rest") -> Rule:
         """The proxy rule these parameters make.
 
         Args:
             name: The rule's name (empty: the proxy names it).
+            catalog: The kind of catalog behind the proxy (``TARGETS``' keys).
 
         Returns:
             The rule.
 
         Raises:
             ValueError: A value the proxy refuses.
+            FaultSkipped: That kind of catalog has no such request.
         """
-        method, path = TARGETS[self.on]
+        targets = TARGETS[catalog]
+        if self.on not in targets:
+            raise FaultSkipped(f"a {catalog} catalog has no {self.on!r} request")
+        method, path, operation = targets[self.on]
         firing = {f.name: getattr(self, f.name) for f in dataclasses.fields(Firing)}
-        return Rule(**firing, method=method, path=path, name=name)
+        return Rule(**firing, method=method, path=path, operation=operation, name=name)
 
 
 def catalog_proxy(run: Any) -> CatalogProxy:
@@ -102,7 +118,8 @@ def catalog_proxy(run: Any) -> CatalogProxy:
 def attach_catalog_proxy(run: Any, port: int = 0, upstream: str | None = None) -> CatalogProxy:
     """Start a catalog proxy in front of the run's catalog and make it the run's.
 
-    The loader under test must then be given ``proxy.url`` as its ``[catalog] uri``; the
+    The loader under test must then be given ``proxy.url`` as its catalog's address (``[catalog]
+    uri``, or ``glue_endpoint`` on Glue: the catalog service's ``endpoint_key``); the
     caller stops the proxy when the run ends (``proxy.stop()``).
 
     Args:
@@ -122,6 +139,7 @@ def attach_catalog_proxy(run: Any, port: int = 0, upstream: str | None = None) -
         port=port,
         history=run.history,
         seed=getattr(run, "seed", 0),
+        catalog=getattr(getattr(run.stack, "catalog", None), "kind", "rest"),
     )
     run.catalog_proxy = proxy.start()
     return proxy
@@ -146,9 +164,11 @@ class CatalogHttp:
 
     def inject(self, run: Any) -> Mapping[str, Any]:
         proxy = catalog_proxy(run)
-        rule = proxy.add(self.params.rule(f"{self.name}-{next(_RULES)}"))
+        rule = proxy.add(self.params.rule(f"{self.name}-{next(_RULES)}", proxy.catalog))
         self._proxy, self._rule = proxy, rule.name
         facts: dict[str, Any] = {"rule": rule.name, "method": rule.method, "path": rule.path}
+        if rule.operation != ".*":
+            facts["operation"] = rule.operation
         if self.params.wait_s > 0:
             wanted = self.params.times or 1
             fired = proxy.wait_fired(wanted, self.params.wait_s, rule.name)

@@ -14,6 +14,7 @@ from harness.history import History
 from harness.loaders import command
 from harness.loaders.base import LoaderTarget
 from harness.loaders.kinds import resolve
+from tests.harness.fakes import RestCatalog
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "loaders" / "pyiceberg"
 
@@ -26,6 +27,7 @@ def _stack() -> SimpleNamespace:
     return SimpleNamespace(
         bootstrap_servers="127.0.0.1:9092",
         catalog_uri="http://127.0.0.1:8181",
+        catalog=RestCatalog("http://127.0.0.1:8181"),
         s3_endpoint="http://127.0.0.1:9000",
         credentials=SimpleNamespace(access_key="AKID", secret_key=SimpleNamespace(reveal=str)),
     )

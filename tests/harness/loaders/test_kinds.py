@@ -19,12 +19,14 @@ from harness.loaders.capabilities import needs, not_applicable
 from harness.loaders.kafka_connect import KafkaConnectKind
 from harness.loaders.kinds import resolve
 from harness.scenarios import model
+from tests.harness.fakes import RestCatalog
 
 
 def _stack(tmp_path: Path) -> SimpleNamespace:
     return SimpleNamespace(
         bootstrap_servers="127.0.0.1:9092",
         catalog_uri="http://127.0.0.1:8181",
+        catalog=RestCatalog("http://127.0.0.1:8181"),
         s3_endpoint="http://127.0.0.1:9000",
         credentials=SimpleNamespace(
             access_key="AKID", secret_key=SimpleNamespace(reveal=lambda: "s3cr3t")
