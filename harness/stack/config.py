@@ -19,7 +19,7 @@ from harness.provision.layout import cache_dir
 from harness.stack import keys
 from loader.config import CATALOG_TYPES
 
-CATALOG_RECORD = "catalog"
+CATALOG_RECORD = "stack-catalog"
 """The file in the run directory naming the catalog of the stack that runs there (written by
 ``up``, removed by ``down``): commands that name no catalog use that one."""
 

@@ -102,3 +102,11 @@ def test_a_catalog_kill_does_not_apply_to_a_catalog_that_forgets_on_kill(tmp_pat
     assert "only when it stops cleanly" in why
     assert catalog_limits(outage, Stack(_config(tmp_path)).catalog) == []
     assert catalog_limits(model.find("01_exactly_once_kill9"), glue) == []
+
+
+def test_the_record_of_the_catalog_is_no_services_folder(tmp_path: Path) -> None:
+    for catalog in ("rest", "glue"):
+        stack = Stack(_config(tmp_path, catalog=catalog))
+        services = [*stack.services.values(), *stack.optional_services().values()]
+        folders = {service.state_dir.name for service in services} | {"catalog", "glue"}
+        assert CATALOG_RECORD not in folders
