@@ -55,17 +55,25 @@ def fault_needs(kind: str, params: Any) -> dict[Capability, str]:
     return {}
 
 
+def _step_faults(step: Any) -> list[tuple[str, Any]]:
+    """The faults one step injects: (kind, params) of a ``fault``, a ``nemesis`` or each
+    event of a ``schedule``; none for other steps."""
+    params = step.params
+    if step.do == "fault":
+        return [(params.kind, params.params)]
+    if step.do == "nemesis":
+        return [(params.fault.kind, params.fault.params)]
+    if step.do == "schedule":
+        return [(event.kind, event.params) for event in params.events.faults]
+    return []
+
+
 def _step_needs(step: Any) -> dict[Capability, str]:
     params = step.params
     out: dict[Capability, str] = {}
-    if step.do == "fault":
-        out.update(fault_needs(params.kind, params.params))
-    elif step.do == "nemesis":
-        out.update(fault_needs(params.fault.kind, params.fault.params))
-    elif step.do == "schedule":
-        for event in params.events.faults:
-            out.update(fault_needs(event.kind, event.params))
-    elif step.do == "restart_loader" and getattr(params, "fresh_checkpoint", False):
+    for kind, fault_params in _step_faults(step):
+        out.update(fault_needs(kind, fault_params))
+    if step.do == "restart_loader" and getattr(params, "fresh_checkpoint", False):
         out[Capability.SETTINGS] = "restart_loader fresh_checkpoint (icefloe's Spark checkpoint)"
     elif step.do == "configure_loader":
         changes: Mapping[str, Any] = params.changes
@@ -126,21 +134,6 @@ def not_applicable(
     return [f"no {c.value}: {why}" for c, why in required.items() if c.value not in have]
 
 
-def _faults(scenario: Any) -> list[tuple[str, Any]]:
-    """Every fault of a scenario's plain timeline: (kind, params)."""
-    out: list[tuple[str, Any]] = []
-    for step in scenario.steps:
-        if step.only_in_break is not None:
-            continue
-        if step.do == "fault":
-            out.append((step.params.kind, step.params.params))
-        elif step.do == "nemesis":
-            out.append((step.params.fault.kind, step.params.fault.params))
-        elif step.do == "schedule":
-            out += [(event.kind, event.params) for event in step.params.events.faults]
-    return out
-
-
 def catalog_limits(scenario: Any, catalog: Any) -> list[str]:
     """What a scenario asks of the stack's catalog that the catalog does not promise.
 
@@ -160,7 +153,9 @@ def catalog_limits(scenario: Any, catalog: Any) -> list[str]:
         return []
     kills = [
         kind
-        for kind, params in _faults(scenario)
+        for step in scenario.steps
+        if step.only_in_break is None
+        for kind, params in _step_faults(step)
         if kind == "kill_service" and getattr(params, "service", None) == "catalog"
     ]
     if not kills:

@@ -127,14 +127,11 @@ class Stack:
             if service.process.is_running():
                 service.stop()
                 say(f"stopped {service.name}")
-        for other in (Catalog, Glue):  # a catalog of an earlier choice, still running
-            if not isinstance(self.catalog, other) and not isinstance(
-                getattr(self, "glue", None), other
-            ):
-                left = other(self.config, self.credentials)
-                if left.process.is_running():
-                    left.stop()
-                    say(f"stopped {left.name}")
+        if not isinstance(self.catalog, Catalog):  # the REST catalog of an earlier choice
+            left = Catalog(self.config, self.credentials)
+            if left.process.is_running():
+                left.stop()
+                say(f"stopped {left.name}")
         (self.config.run_dir / CATALOG_RECORD).unlink(missing_ok=True)
 
     def status(self) -> list[ServiceStatus]:
