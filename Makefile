@@ -88,8 +88,10 @@ CONTAINER_TESTS ?= tests/containers tests/harness tests/publisher \
 	tests/loader/test_loader_integration.py tests/scenarios
 # What talks to the stack only through its endpoints, the same on either backend, runs in the
 # local leg only: the fault proxies (catalog proxy, Toxiproxy, which runs locally only), the
-# Kafka Connect sink, a user's own loader (the pyiceberg example) and the breaks.
-LOCAL_ONLY ?= breaks_ci or catalogproxy or kafka_connect or toxiproxy or user_loader or spark_sink
+# Kafka Connect sink, a user's own loader (the pyiceberg example), the breaks, and the catalogs
+# under test (local processes beside the stack, on its object store).
+LOCAL_ONLY ?= breaks_ci or catalogproxy or kafka_connect or toxiproxy or user_loader or spark_sink \
+	or catalog_checks
 test-containers: images ## the backend-dependent tests and scenarios 01 02 04 05 on containers
 	$(BIN)/pytest --backend containers -m "(integration or scenario) and not slow" \
 		-k "((not test_scenario and not test_generated and not test_maintenance and not test_bench) or $(CONTAINER_SCENARIOS)) and not ($(LOCAL_ONLY))" $(CONTAINER_TESTS) $(DURATIONS) $(PYTEST_ARGS)

@@ -35,6 +35,7 @@ from rich.markup import escape
 
 from harness.cli import (
     bench,
+    catalogs,
     conformance,
     demo,
     images,
@@ -79,6 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     scenario.add_parser(sub)
     scenario.add_soak_parser(sub)
     conformance.add_parser(sub)
+    catalogs.add_parser(sub)
     images.add_parser(sub)
     compose.add_parser(sub)
     for command in sub.choices.values():

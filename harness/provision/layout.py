@@ -105,6 +105,10 @@ class Layout:
         return self.cache / "ministack" / versions.MINISTACK / "venv"
 
     @property
+    def moto_venv(self) -> Path:
+        return self.cache / "moto" / versions.MOTO / "venv"
+
+    @property
     def go_cache(self) -> Path:
         return self.cache / "go"
 

@@ -32,6 +32,9 @@ TOXIPROXY = "v2.12.0"
 # A Glue-compatible catalog (PyPI ministack), installed only when asked for, in a virtualenv of
 # its own: it pins botocore. It enforces UpdateTable's VersionId (docs/catalogs.md).
 MINISTACK = "1.5.33"
+# moto's Glue (PyPI moto[server,glue]), a catalog under test only (`icefloe catalogs check`):
+# it ignores UpdateTable's VersionId, and keeps everything in memory (docs/catalogs.md).
+MOTO = "5.2.5"
 # actionlint (`make lint` checks the GitHub Actions workflows with it), built on first use; its
 # go.mod asks for Go 1.25, which an older Go fetches as a toolchain module through the proxy.
 ACTIONLINT_MODULE = "github.com/rhysd/actionlint/cmd/actionlint"
@@ -74,6 +77,13 @@ TRINO_SERVER = MavenArtifact("io.trino", "trino-server-core", TRINO, ext="tar.gz
 TRINO_ICEBERG_PLUGIN = MavenArtifact("io.trino", "trino-iceberg", TRINO, ext="zip")
 IVY_JAR = MavenArtifact("org.apache.ivy", "ivy", IVY)
 REST_CATALOG_JAR = MavenArtifact("org.apache.iceberg", "iceberg-open-api", ICEBERG_REST_SERVER)
+# Project Nessie's server (Iceberg REST under /iceberg), a catalog under test only (`icefloe
+# catalogs check nessie`), downloaded on first use: about 245 MB; later versions are not served
+# here. 0.99 is reported to skip its check of a table's first commit (docs/catalogs.md).
+NESSIE = "0.99.0"
+NESSIE_JAR = MavenArtifact(
+    "org.projectnessie.nessie", "nessie-quarkus", NESSIE, classifier="runner"
+)
 
 # Resolved transitively with Ivy into one folder per bundle.
 KAFKA_BROKER_MODULES = (
@@ -160,6 +170,7 @@ KAFKA_CONNECT_WORKER_MODULES = (
 JAVA_RANGES: dict[str, tuple[int, int]] = {
     "kafka": (17, 24),
     "catalog": (17, 24),
+    "nessie": (21, 25),  # its classes are Java 21 (class file 65)
     "spark": (17, 21),
     # Flink 2.0 runs on 11, 17 and 21; on 25 Hadoop's UserGroupInformation fails
     # ("getSubject is not supported") at the first checkpoint (docs/loaders.md).

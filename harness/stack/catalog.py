@@ -45,9 +45,9 @@ class Catalog(LocalService):
         """The environment its clients need: nothing (it asks no credentials)."""
         return {}
 
-    def pyiceberg_properties(self) -> dict[str, str]:
-        """pyiceberg's catalog properties, storage aside."""
-        return {"type": self.kind, keys.PYICEBERG_URI: self.uri}
+    def pyiceberg_properties(self, address: str | None = None) -> dict[str, str]:
+        """pyiceberg's catalog properties (at ``address``, else its own), storage aside."""
+        return {"type": self.kind, keys.PYICEBERG_URI: address or self.uri}
 
     @staticmethod
     def trino_properties(config: StackConfig) -> dict[str, object]:

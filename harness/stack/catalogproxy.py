@@ -20,7 +20,10 @@ a request it fires on:
 - ``delay``: wait ``delay_ms`` before forwarding and ``answer_delay_ms`` before answering;
 - ``black_hole``: hold the request, never answer, until the rule is removed (healed),
   ``hold_s`` passed or the client gave up, then close the connection; nothing is forwarded;
-- ``deliver_late``: answer 504 at once, forward the request ``late_s`` later (it applies late).
+- ``deliver_late``: answer 504 at once, forward the request ``late_s`` later (it applies late);
+- ``ack_unapplied``: do not forward; answer success as the catalog would have: Glue's ``{}``,
+  or for the REST API the table as it stands (a load of the same path, forwarded in its stead).
+  A catalog that acknowledges a commit it drops: the break the catalog checks must catch.
 
 Every firing is kept as a :class:`Fired` record (when, which rule, method, path, mode, whether
 the catalog applied the request and its real status, what the client got) in memory and, when
@@ -65,7 +68,13 @@ __all__ = [
 ]
 
 Mode = Literal[
-    "drop_after_forward", "status_after_forward", "refuse", "delay", "black_hole", "deliver_late"
+    "drop_after_forward",
+    "status_after_forward",
+    "refuse",
+    "delay",
+    "black_hole",
+    "deliver_late",
+    "ack_unapplied",
 ]
 MODES: tuple[str, ...] = (
     "drop_after_forward",
@@ -74,14 +83,16 @@ MODES: tuple[str, ...] = (
     "delay",
     "black_hole",
     "deliver_late",
+    "ack_unapplied",
 )
 
-# Paths of the Iceberg REST API (an optional catalog prefix after /v1). A commit to one table
-# is a POST to the table's path; a multi-table commit a POST to transactions/commit; a table
-# load a GET of the table's path. The whole path must match, so a table's /metrics reports
-# (which the Java client POSTs after commits and scans) are not commits.
-COMMIT_PATH = r"/v1/(?:[^/]+/)?namespaces/[^/]+/tables/[^/]+"
-TRANSACTION_PATH = r"/v1/(?:[^/]+/)?transactions/commit"
+# Paths of the Iceberg REST API (an optional base path before /v1, as Nessie's /iceberg; an
+# optional catalog prefix after it). A commit to one table is a POST to the table's path; a
+# multi-table commit a POST to transactions/commit; a table load a GET of the table's path. The
+# whole path must match, so a table's /metrics reports (which the Java client POSTs after
+# commits and scans) are not commits.
+COMMIT_PATH = r"(?:/[^/]+)*?/v1/(?:[^/]+/)?namespaces/[^/]+/tables/[^/]+"
+TRANSACTION_PATH = r"(?:/[^/]+)*?/v1/(?:[^/]+/)?transactions/commit"
 LOAD_PATH = COMMIT_PATH
 
 # Glue's API (AWS JSON 1.1): every request a POST to "/", the operation in X-Amz-Target. A
@@ -378,6 +389,45 @@ def _answer(status: int, retry_after_s: int | None = None, *, close: bool = Fals
         lines.append(f"Retry-After: {retry_after_s}")
     lines.append("Connection: close" if close else "Connection: keep-alive")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def _body(raw: bytes) -> bytes:
+    """The body of a whole message as it came, its chunked framing (if any) taken off."""
+    head, _, body = raw.partition(b"\r\n\r\n")
+    if "chunked" not in _tokens(_headers(head + b"\r\n\r\n")[1], "transfer-encoding"):
+        return body
+    out: list[bytes] = []
+    rest = body
+    while True:
+        line, _, rest = rest.partition(b"\r\n")
+        size = int(line.split(b";", 1)[0].strip(), 16)
+        if size == 0:
+            return b"".join(out)
+        out.append(rest[:size])
+        rest = rest[size + 2 :]
+
+
+def _ok(body: bytes, content_type: str) -> bytes:
+    lines = [
+        "HTTP/1.1 200 OK",
+        f"Content-Type: {content_type}",
+        f"Content-Length: {len(body)}",
+        "Connection: keep-alive",
+    ]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+
+
+def _load_instead(request: _Request) -> _Request:
+    """A GET of ``request``'s path with its headers, its body dropped: a REST table load."""
+    _, *lines = request.head.decode("latin-1").split("\r\n")
+    # Its answer is read here, so it is asked for uncompressed.
+    dropped = (
+        "content-length:", "transfer-encoding:", "content-type:", "content-encoding:",
+        "accept-encoding:",
+    )  # fmt: skip
+    kept = [line for line in lines if not line.lower().startswith(dropped)]
+    head = "\r\n".join([f"GET {request.target} {request.version}", *kept])
+    return _Request("GET", request.target, request.version, head.encode("latin-1"), b"", False)
 
 
 class _Upstream:
@@ -835,6 +885,8 @@ class CatalogProxy:
             self._late.add(late)
             late.add_done_callback(self._late.discard)
             return True
+        if mode == "ack_unapplied":
+            return await self._ack_unapplied(rule, request, upstream, writer)
         if mode == "delay":
             await asyncio.sleep(rule.delay_ms / 1000)
         response, applied = await self._forward(request, upstream)
@@ -852,6 +904,33 @@ class CatalogProxy:
         writer.write(response.raw)
         await writer.drain()
         return not response.close
+
+    async def _ack_unapplied(
+        self, rule: Rule, request: _Request, upstream: _Upstream, writer: asyncio.StreamWriter
+    ) -> bool:
+        """Answer a commit as applied without forwarding it (a REST one: with the table as it
+        stands, which a load of its path fetches)."""
+        if request.operation:  # an AWS JSON API: UpdateTable answers an empty object
+            answer = _ok(b"{}", "application/x-amz-json-1.1")
+        else:
+            response, _ = await self._forward(_load_instead(request), upstream)
+            try:
+                assert response is not None and response.status == 200
+                table = json.loads(_body(response.raw))
+                body = {
+                    "metadata-location": table["metadata-location"],
+                    "metadata": table["metadata"],
+                }
+            except (AssertionError, ValueError, KeyError):  # no table to answer with
+                self._record(
+                    rule, request, False, None if response is None else response.status, None
+                )
+                return False
+            answer = _ok(json.dumps(body).encode(), "application/json")
+        self._record(rule, request, False, None, 200)
+        writer.write(answer)
+        await writer.drain()
+        return True
 
     async def _deliver_late(self, rule: Rule, request: _Request) -> None:
         upstream = _Upstream(self._up_host, self._up_port)

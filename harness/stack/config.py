@@ -64,6 +64,14 @@ class StackConfig:
     toxiproxy_catalog_port: int = 18181
     # The Glue-compatible catalog (optional): started by who asks for a Glue catalog.
     glue_port: int = 4566
+    # Catalogs under test (`icefloe catalogs check`), beside the stack's own and never its
+    # catalog: second instances of the REST server and of the Glue-compatible service, moto's
+    # Glue and Project Nessie.
+    tested_catalog_port: int = 18281
+    tested_glue_port: int = 14566
+    moto_port: int = 4567
+    nessie_port: int = 19120
+    nessie_management_port: int = 19121  # its health and metrics
     kafka_heap: str = "512m"
     catalog_heap: str = "384m"
     trino_heap: str = "1280m"

@@ -74,11 +74,14 @@ class Glue(LocalService):
         """
         return client_environment(self.credentials)
 
-    def pyiceberg_properties(self) -> dict[str, str]:
-        """pyiceberg's catalog properties, storage aside.  CONTAINS SECRETS: never log them."""
+    def pyiceberg_properties(self, address: str | None = None) -> dict[str, str]:
+        """pyiceberg's catalog properties (at ``address``, else its own), storage aside.
+
+        CONTAINS SECRETS: never log them.
+        """
         return {
             "type": self.kind,
-            "glue.endpoint": self.endpoint,
+            "glue.endpoint": address or self.endpoint,
             "glue.region": keys.S3_REGION,
             "glue.access-key-id": self.credentials.access_key,
             "glue.secret-access-key": self.credentials.secret_key.reveal(),

@@ -176,20 +176,25 @@ class Stack:
         finally:
             conn.close()
 
+    def pyiceberg_properties(
+        self, catalog: Catalog | Glue | None = None, address: str | None = None
+    ) -> dict[str, str]:
+        """pyiceberg's properties for the stack's catalog (or ``catalog``, a catalog under test
+        on this stack's object store), at ``address`` (a fault proxy's) or its own, and the
+        object store.  CONTAINS SECRETS: never log them."""
+        return {
+            **(catalog or self.catalog).pyiceberg_properties(address),
+            keys.PYICEBERG_S3_ENDPOINT: self.s3_endpoint,
+            keys.PYICEBERG_S3_ACCESS_KEY: self.credentials.access_key,
+            keys.PYICEBERG_S3_SECRET_KEY: self.credentials.secret_key.reveal(),
+            keys.PYICEBERG_S3_REGION: keys.S3_REGION,
+        }
+
     def pyiceberg_catalog(self) -> Any:
         """A pyiceberg catalog on the same catalog and object store Trino's ``lake`` uses."""
         from pyiceberg.catalog import load_catalog
 
-        return load_catalog(
-            keys.TRINO_CATALOG,
-            **{
-                **self.catalog.pyiceberg_properties(),
-                keys.PYICEBERG_S3_ENDPOINT: self.s3_endpoint,
-                keys.PYICEBERG_S3_ACCESS_KEY: self.credentials.access_key,
-                keys.PYICEBERG_S3_SECRET_KEY: self.credentials.secret_key.reveal(),
-                keys.PYICEBERG_S3_REGION: keys.S3_REGION,
-            },
-        )
+        return load_catalog(keys.TRINO_CATALOG, **self.pyiceberg_properties())
 
     def kafka_admin(self) -> Any:
         """A confluent-kafka AdminClient on the broker."""

@@ -33,11 +33,13 @@ class FakeCatalog:
     """An HTTP/1.1 server that answers like a catalog and remembers what reached it.
 
     ``POST`` answers ``status_for[path]`` (200 by default) with a JSON body; ``GET /chunked``
-    answers with a chunked body; any other ``GET`` with a JSON body of the path.
+    answers with a chunked body; a ``GET`` of a path in ``tables`` with that table; any other
+    ``GET`` with a JSON body of the path.
     """
 
     def __init__(self) -> None:
         self.received: list[tuple[str, str, bytes]] = []
+        self.tables: dict[str, Any] = {}
         self.connections: set[int] = set()
         self.status_for: dict[str, int] = {}
         self.lock = threading.Lock()
@@ -88,6 +90,9 @@ class FakeCatalog:
                     return
                 if self.path == "/large":  # more than the proxy's and the client's buffers
                     self._json(200, {"data": "x" * (32 << 20)})
+                    return
+                if self.path in fake.tables:
+                    self._json(200, fake.tables[self.path])
                     return
                 self._json(200, {"path": self.path})
 
@@ -617,3 +622,42 @@ def test_a_rule_can_spare_a_clients_own_retries(fake: FakeCatalog) -> None:
             conn.close()
         (fired,) = proxy.fired_by(rule.name)
         assert fired.attempt == 1
+
+
+def test_ack_unapplied_answers_a_commit_as_applied_and_forwards_nothing(fake: FakeCatalog) -> None:
+    table = {"metadata-location": "s3://b/t/m1.json", "metadata": {"format-version": 2}}
+    fake.tables[COMMIT] = {**table, "config": {}}
+    with CatalogProxy(fake.url) as proxy:
+        proxy.add(Rule("ack_unapplied", times=2))
+        conn = connect(proxy)
+        try:
+            status, body = post(conn, b'{"updates": [{"action": "add-snapshot"}]}')
+            assert (status, json.loads(body)) == (200, table)  # the table as it stands
+        finally:
+            conn.close()
+        assert fake.posts() == []  # the commit never reached the catalog
+        assert [m for m, _, _ in fake.received] == ["GET"]
+    with CatalogProxy(fake.url, catalog="glue") as proxy:
+        proxy.add(Rule("ack_unapplied", method="POST", path="/", operation=r"AWSGlue\.UpdateTable"))
+        conn = connect(proxy)
+        try:
+            assert _glue(conn, "AWSGlue.UpdateTable") == 200
+            assert _glue(conn, "AWSGlue.GetTable") == 200
+        finally:
+            conn.close()
+        (fired,) = proxy.fired
+        assert (fired.applied, fired.answered) == (False, 200)
+    assert fake.posts() == [b'{"DatabaseName": "d", "Name": "t"}']  # only GetTable went on
+
+
+def test_ack_unapplied_answers_nothing_when_there_is_no_table_to_answer_with(
+    proxy: CatalogProxy, fake: FakeCatalog
+) -> None:
+    proxy.add(Rule("ack_unapplied"))
+    conn = connect(proxy)
+    try:
+        with pytest.raises(http.client.RemoteDisconnected):
+            post(conn)  # the fake's GET answers no table
+    finally:
+        conn.close()
+    assert fake.posts() == []
