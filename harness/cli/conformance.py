@@ -28,9 +28,9 @@ from typing import Any
 
 from rich.markup import escape
 
-from harness.cli.stack import add_catalog_option
 from harness.console import say
 from harness.loaders.kinds import NAMES as LOADER_NAMES
+from loader.config import CATALOG_TYPES
 
 DEFAULT_LOADERS = ("icefloe", "kafka-connect")
 SEMANTICS = Path(__file__).resolve().parents[2] / "scenarios" / "semantics" / "hostile_inputs.toml"
@@ -61,7 +61,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="start no run past this many minutes (the rest are reported as not run)",
     )
     parser.add_argument("--no-semantics", action="store_true", help="skip the hostile inputs")
-    add_catalog_option(parser)
+    parser.add_argument(
+        "--catalog",
+        type=catalog_list,
+        default=None,
+        metavar="KINDS",
+        help=f"the stack's catalog, or several ({','.join(CATALOG_TYPES)}): the table gains the "
+        "catalog as an axis, the stack moving to each in turn (default: the running stack's)",
+    )
     parser.add_argument(
         "--one-at-a-time",
         action="store_true",
@@ -87,6 +94,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.set_defaults(func=run)
     return parser
+
+
+def catalog_list(text: str) -> list[str]:
+    """``rest,glue`` as a list of catalog kinds, each checked."""
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in CATALOG_TYPES]
+    if unknown or not kinds:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: catalogs are one or more of {', '.join(CATALOG_TYPES)}, comma-separated"
+        )
+    return kinds
 
 
 def _commit() -> str:
@@ -209,6 +227,8 @@ def _cells(
     def one(kind: Any) -> tuple[Any, Any]:
         result = _run(scenario, stack, kind, args.seed, args, f"{kind.name} " if together else "")
         replay = f"{report.replay_command(result)} --loader {kind.name}"
+        if stack.config.catalog != "rest":
+            replay += f" --catalog {stack.config.catalog}"
         cell = table.from_result(result, kind.name, replay)
         report.write_markdown(result)
         on = f" on {kind.name}" if together else ""
@@ -236,7 +256,7 @@ def reproduce(path: Path, args: argparse.Namespace) -> int:
     Returns:
         0 when every finding was reproduced, else 1.
     """
-    from harness.cli.stack import healthy_stack
+    from harness.cli.stack import open_stack
     from harness.conformance import table
     from harness.loaders.kinds import resolve
     from harness.scenarios import model
@@ -244,7 +264,6 @@ def reproduce(path: Path, args: argparse.Namespace) -> int:
     doc = json.loads(path.read_text())
     profile = doc.get("profile", args.profile)
     findings = [table.Cell(**c) for c in doc["cells"] if c["outcome"] == table.ANOMALIES]
-    stack = healthy_stack(args)
     began = time.monotonic()
     rows = []
     failed = 0
@@ -252,7 +271,12 @@ def reproduce(path: Path, args: argparse.Namespace) -> int:
         file = Path(cell.file) if Path(cell.file).is_absolute() else table.ROOT / cell.file
         say(f"[bold]{cell.scenario}[/] on [bold]{cell.loader}[/], seed {cell.seed}")
         scenario = model.find(str(file), profile=profile)
-        result = _run(scenario, stack, resolve(cell.loader), cell.seed, args)
+        # A table of several catalogs names each column "<loader> on <catalog>".
+        loader, _, catalog = cell.loader.partition(" on ")
+        stack = open_stack(argparse.Namespace(**{**vars(args), "catalog": catalog or None}))
+        if not stack.healthy():
+            stack.up()
+        result = _run(scenario, stack, resolve(loader), cell.seed, args)
         again = table.from_result(result, cell.loader, "")
         shown, verdict = reproduced(cell.anomalies, again.anomalies)
         failed += not shown
@@ -305,7 +329,7 @@ def run(args: argparse.Namespace) -> int:
     if args.reproduce:
         return reproduce(args.reproduce, args)
     from harness.cli.scenario import interrupt_on_sigterm
-    from harness.cli.stack import healthy_stack
+    from harness.cli.stack import open_stack
     from harness.conformance import semantics, table
     from harness.conformance.pairing import must_run_alone
     from harness.loaders.capabilities import (
@@ -330,52 +354,68 @@ def run(args: argparse.Namespace) -> int:
         semantic = model.load(SEMANTICS, args.profile)
         chosen.append(semantic)
     plan = chosen
-    stack = healthy_stack(args)
+    catalogs = args.catalog or [None]
     began = time.monotonic()
     budget_s = args.budget_minutes * 60
     cells: list[table.Cell] = []
     fates: dict[str, list[Any]] = {}
     semantic_runs: dict[str, str] = {}
     side_by_side: list[str] = []
-    for scenario in plan:
-        runnable = []
-        for kind in kinds:
-            catalog = stack.catalog
-            # The hostile inputs are a record of what each loader does: run against every one.
-            missing = (
-                not_applicable(catalog_needs(catalog.kind), kind.capabilities)
-                if scenario is semantic
-                else catalog_limits(scenario, catalog)
-                + not_applicable(needs(scenario, catalog.kind), kind.capabilities)
-            )
-            if missing:
-                cells.append(table.not_applicable(scenario, kind.name, missing))
-                why = escape("; ".join(missing))
-                say(f"[yellow]not applicable[/] {scenario.name} on {kind.name}: {why}")
-            elif time.monotonic() - began > budget_s:
-                cells.append(table.Cell(
-                    scenario.name, kind.name, table.NOT_RUN, file=table.scenario_file(scenario),
-                    reason=f"past the {args.budget_minutes:g}-minute budget",
-                ))  # fmt: skip
-            else:
-                runnable.append(kind)
-        if not runnable:
-            continue
-        alone = "--one-at-a-time" if args.one_at_a_time else must_run_alone(scenario)
-        together = len(runnable) > 1 and alone is None
-        if together:
-            side_by_side.append(scenario.name)
-        on = " and ".join(f"[bold]{k.name}[/]" for k in runnable)
-        say(f"[bold]{scenario.name}[/] on {on}" + (", side by side" if together else ""))
-        for cell, result in _cells(scenario, runnable, stack, args, together):
-            cells.append(cell)
-            if scenario is semantic:
-                fates[cell.loader] = read_fates(result.run_dir)
-                semantic_runs[cell.loader] = str(result.run_dir)
-        if not stack.healthy():  # an outage run that failed must not sink the next
+    names: list[str] = []
+    for chosen_catalog in catalogs:
+        on_catalog = argparse.Namespace(**{**vars(args), "catalog": chosen_catalog})
+        stack = open_stack(on_catalog)
+        if not stack.healthy():
+            say(f"the stack moves to the {stack.config.catalog} catalog")
             stack.up()
+        # With several catalogs, each loader's column is the loader on one catalog.
+        suffix = f" on {stack.config.catalog}" if len(catalogs) > 1 else ""
+
+        def label(name: str, suffix: str = suffix) -> str:
+            return name + suffix
+
+        names += [label(k.name) for k in kinds]
+        for scenario in plan:
+            runnable = []
+            for kind in kinds:
+                catalog = stack.catalog
+                # The hostile inputs are a record of what each loader does: run against every one.
+                missing = (
+                    not_applicable(catalog_needs(catalog.kind), kind.capabilities)
+                    if scenario is semantic
+                    else catalog_limits(scenario, catalog)
+                    + not_applicable(needs(scenario, catalog.kind), kind.capabilities)
+                )
+                if missing:
+                    cells.append(table.not_applicable(scenario, label(kind.name), missing))
+                    why = escape("; ".join(missing))
+                    say(f"[yellow]not applicable[/] {scenario.name} on {label(kind.name)}: {why}")
+                elif time.monotonic() - began > budget_s:
+                    cells.append(table.Cell(
+                        scenario.name, label(kind.name), table.NOT_RUN,
+                        file=table.scenario_file(scenario),
+                        reason=f"past the {args.budget_minutes:g}-minute budget",
+                    ))  # fmt: skip
+                else:
+                    runnable.append(kind)
+            if not runnable:
+                continue
+            alone = "--one-at-a-time" if args.one_at_a_time else must_run_alone(scenario)
+            together = len(runnable) > 1 and alone is None
+            if together:
+                side_by_side.append(label(scenario.name))
+            on = " and ".join(f"[bold]{label(k.name)}[/]" for k in runnable)
+            say(f"[bold]{scenario.name}[/] on {on}" + (", side by side" if together else ""))
+            for cell, result in _cells(scenario, runnable, stack, on_catalog, together):
+                cell = dataclasses.replace(cell, loader=label(cell.loader))
+                cells.append(cell)
+                if scenario is semantic:
+                    fates[cell.loader] = read_fates(result.run_dir)
+                    semantic_runs[cell.loader] = str(result.run_dir)
+            if not stack.healthy():  # an outage run that failed must not sink the next
+                stack.up()
+    ran_on = ", ".join(c or stack.config.catalog for c in catalogs)
     elapsed = time.monotonic() - began
-    names = [k.name for k in kinds]
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     command = (
         "icefloe conformance " + " ".join(sys.argv[2:])
@@ -386,7 +426,7 @@ def run(args: argparse.Namespace) -> int:
         f"# Conformance, {stamp}",
         "",
         f"`{command}` at commit {_commit()}, profile {args.profile}, on the"
-        f" {stack.config.catalog} catalog, {elapsed / 60:.1f} minutes.",
+        f" {ran_on} catalog{'s' if len(catalogs) > 1 else ''}, {elapsed / 60:.1f} minutes.",
         "",
         table.markdown(cells, names),
         "Run side by side (the loaders' runs of the scenario at the same time): "
@@ -406,7 +446,7 @@ def run(args: argparse.Namespace) -> int:
          "semantics": {n: [vars(f) for f in fs] for n, fs in fates.items()},
          "semantics_runs": semantic_runs,
          "minutes": round(elapsed / 60, 1), "command": command, "commit": _commit(),
-         "profile": args.profile, "catalog": stack.config.catalog,
+         "profile": args.profile, "catalog": ran_on,
          "side_by_side": side_by_side},
         indent=1, default=str))  # fmt: skip
     say(f"conformance: {path} ({elapsed / 60:.1f} min)")

@@ -72,6 +72,8 @@ def test_side_by_side_cells_run_at_once_and_come_back_in_the_loaders_order(
     monkeypatch.setattr(report, "write_markdown", lambda result: None)
     kinds = [SimpleNamespace(name="first"), SimpleNamespace(name="second")]
     scenario = find("02_malformed_dead_letter")
-    cells = conformance._cells(scenario, kinds, None, SimpleNamespace(seed=None), True)
+    stack = SimpleNamespace(config=SimpleNamespace(catalog="glue"))
+    cells = conformance._cells(scenario, kinds, stack, SimpleNamespace(seed=None), True)
     assert met == [True, True]
     assert [cell.loader for cell, _ in cells] == ["first", "second"]
+    assert cells[0][0].replay == "replay --loader first --catalog glue"
