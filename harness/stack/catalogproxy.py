@@ -50,7 +50,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
 __all__ = [
@@ -76,15 +76,7 @@ Mode = Literal[
     "deliver_late",
     "ack_unapplied",
 ]
-MODES: tuple[str, ...] = (
-    "drop_after_forward",
-    "status_after_forward",
-    "refuse",
-    "delay",
-    "black_hole",
-    "deliver_late",
-    "ack_unapplied",
-)
+MODES: tuple[str, ...] = get_args(Mode)
 
 # Paths of the Iceberg REST API (an optional base path before /v1, as Nessie's /iceberg; an
 # optional catalog prefix after it). A commit to one table is a POST to the table's path; a
