@@ -100,3 +100,10 @@ def service(kind: str, config: StackConfig, credentials: S3Credentials) -> Catal
     if kind not in KINDS:
         raise ValueError(f"no catalog kind {kind!r}; one of {', '.join(KINDS)}")
     return KINDS[kind].service(checked_config(config), credentials)
+
+
+def left_running(config: StackConfig, credentials: S3Credentials) -> list[Catalog | Glue]:
+    """The catalogs under test still running beside a stack of ``config`` (a check that was
+    cut short leaves its catalog running; ``icefloe down`` stops it)."""
+    running = (service(kind, config, credentials) for kind in KINDS)
+    return [s for s in running if s.process.is_running()]

@@ -81,7 +81,13 @@ def _down(args: argparse.Namespace) -> int:
     if not run_dir.exists():  # opening the stack would create it, credentials and all
         say(f"no stack to stop: {run_dir} does not exist")
         return 0
-    open_stack(args).down()
+    stack = open_stack(args)
+    stack.down()
+    from harness.catalogs.kinds import left_running
+
+    for service in left_running(stack.config, stack.credentials):  # a check cut short
+        service.stop()
+        say(f"stopped {service.name} (a catalog under test)")
     return 0
 
 
