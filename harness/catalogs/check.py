@@ -161,7 +161,7 @@ def run(stack: Any, kind: str, sizes: Sizes | None = None, broken: str = "") -> 
     try:
         address = None
         if broken:
-            upstream = urlsplit(getattr(service, "endpoint", None) or service.uri)
+            upstream = urlsplit(service.uri)
             proxy = CatalogProxy(
                 f"{upstream.scheme}://{upstream.netloc}", catalog=about.protocol, seed=len(kind)
             ).start()

@@ -150,7 +150,7 @@ def race(
 
 
 def _stale_glue(
-    target: Target, ident: tuple[str, str], before: dict[str, Any], base: int | None, seq: int
+    target: Target, ident: tuple[str, str], before: dict[str, Any], base: int | None
 ) -> Attempt:
     """Put back the metadata ``before`` pointed to, with the version read then."""
     from botocore.exceptions import ClientError
@@ -164,7 +164,7 @@ def _stale_glue(
     if "StorageDescriptor" in table:
         stale_input["StorageDescriptor"] = table["StorageDescriptor"]
     assert target.glue is not None
-    token = f"{STALE}/{ident[1]}/stale/{seq}"
+    token = ""  # it adds no snapshot: nothing of it to look for in the table
     try:
         target.glue().update_table(
             DatabaseName=ident[0], TableInput=stale_input, VersionId=table["VersionId"]
@@ -194,8 +194,7 @@ def stale(target: Target, rounds: int) -> tuple[list[Attempt], dict[str, frozens
             assert target.glue is not None
             before = target.glue().get_table(DatabaseName=ident[0], Name=ident[1])
             fresh = commit(ahead, ident, "ahead", seq, STALE)
-            late = _stale_glue(target, ident, before, base, seq)
-            late = dataclasses.replace(late, token="")
+            late = _stale_glue(target, ident, before, base)
         else:
             fresh = commit(ahead, ident, "ahead", seq, STALE)
             late = commit(behind, ident, "stale", seq, STALE, table=loaded)

@@ -399,6 +399,19 @@ def _body(raw: bytes) -> bytes:
         rest = rest[size + 2 :]
 
 
+def _loaded_table(response: _Response | None) -> dict[str, Any] | None:
+    """A REST table load's answer (its metadata and where it lives), if it is one."""
+    if response is None or response.status != 200:
+        return None
+    try:
+        table = json.loads(_body(response.raw))
+    except ValueError:
+        return None
+    if not isinstance(table, dict) or not {"metadata-location", "metadata"} <= table.keys():
+        return None
+    return table
+
+
 def _ok(body: bytes, content_type: str) -> bytes:
     lines = [
         "HTTP/1.1 200 OK",
@@ -906,18 +919,12 @@ class CatalogProxy:
             answer = _ok(b"{}", "application/x-amz-json-1.1")
         else:
             response, _ = await self._forward(_load_instead(request), upstream)
-            try:
-                assert response is not None and response.status == 200
-                table = json.loads(_body(response.raw))
-                body = {
-                    "metadata-location": table["metadata-location"],
-                    "metadata": table["metadata"],
-                }
-            except (AssertionError, ValueError, KeyError):  # no table to answer with
-                self._record(
-                    rule, request, False, None if response is None else response.status, None
-                )
+            table = _loaded_table(response)
+            if table is None:  # no table to answer with
+                status = None if response is None else response.status
+                self._record(rule, request, False, status, None)
                 return False
+            body = {"metadata-location": table["metadata-location"], "metadata": table["metadata"]}
             answer = _ok(json.dumps(body).encode(), "application/json")
         self._record(rule, request, False, None, 200)
         writer.write(answer)
