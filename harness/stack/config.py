@@ -104,6 +104,24 @@ class StackConfig:
         )
 
 
+def port_env(offset: int, config: StackConfig | None = None) -> dict[str, str]:
+    """The environment that moves every port of ``config`` (default: the defaults) up by
+    ``offset``: a second stack beside the first on one machine (CI runs two at once).
+
+    Raises:
+        ValueError: a port would pass 65535.
+    """
+    config = config or StackConfig()
+    env = {}
+    for f in dataclasses.fields(config):
+        if f.name.endswith("port"):
+            port = getattr(config, f.name) + offset
+            if not 0 < port < 65536:
+                raise ValueError(f"{f.name} {getattr(config, f.name)} + {offset} is no port")
+            env[ENV_PREFIX + f.name.upper()] = str(port)
+    return env
+
+
 def _coerce(name: str, raw: Any) -> Any:
     kind = {f.name: f.type for f in dataclasses.fields(StackConfig)}[name]
     if kind in ("int", int):

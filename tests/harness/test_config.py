@@ -70,3 +70,18 @@ def test_a_taken_port_names_the_setting_that_moves_it(tmp_path: Path) -> None:
         "ICEFLOE_STACK_KAFKA_CONTROLLER_PORT (or kafka_controller_port under [stack] in "
         "icefloe.toml), ICEFLOE_STACK_TRINO_PORT (or trino_port under [stack] in icefloe.toml)"
     )
+
+
+def test_port_env_moves_every_port_and_a_stack_loads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = config.port_env(20000)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    moved = config.load(tmp_path / "absent.toml")
+    default = config.StackConfig()
+    ports = [f for f in default.__dataclass_fields__ if f.endswith("port")]
+    assert len(env) == len(ports)
+    assert all(getattr(moved, f) == getattr(default, f) + 20000 for f in ports)
+    with pytest.raises(ValueError, match="is no port"):
+        config.port_env(60000)
