@@ -12,7 +12,7 @@ import datetime as dt
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +144,15 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         help="Iceberg schema JSON (as in table metadata) instead of the reference table",
     )
     content.add_argument("--catalog-uri", help="REST catalog URI to read --table's schema from")
+    content.add_argument(
+        "--catalog-property",
+        type=_catalog_property,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a pyiceberg catalog property to read --table's schema with, repeatable (e.g."
+        " type=glue, glue.endpoint=URL; AWS keys come from the environment, never from here)",
+    )
     content.add_argument("--table", help="namespace.table whose schema rows follow")
     content.add_argument(
         "--null-fraction",
@@ -236,26 +245,55 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _schema(args: argparse.Namespace) -> Any:
+def _catalog_property(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: give KEY=VALUE")
+    return key.strip(), value
+
+
+def catalog_properties(
+    args: argparse.Namespace, default: Callable[[], dict[str, str]] | None = None
+) -> dict[str, str]:
+    """pyiceberg's properties for the catalog ``--table`` is read from: ``--catalog-uri`` (a
+    REST catalog) and ``--catalog-property`` pairs, else ``default()`` (``icefloe publish``
+    gives the local stack's catalog, REST or Glue).
+
+    Raises:
+        ValueError: neither names a catalog.
+    """
+    given = dict(args.catalog_property)
+    if args.catalog_uri is not None:
+        given = {"type": "rest", "uri": args.catalog_uri, **given}
+    if given:
+        return given
+    if default is None:
+        raise ValueError("--table needs --catalog-uri or --catalog-property KEY=VALUE")
+    return default()
+
+
+def _schema(args: argparse.Namespace, default_catalog: Callable[[], dict[str, str]] | None) -> Any:
     if args.schema_file is not None:
         from pyiceberg.schema import Schema
 
         return Schema.model_validate_json(args.schema_file.read_text(encoding="utf-8"))
     if args.table is not None:
-        if args.catalog_uri is None:
-            raise ValueError("--table needs --catalog-uri")
         from pyiceberg.catalog import load_catalog
 
-        catalog = load_catalog("icefloe", type="rest", uri=args.catalog_uri)
+        catalog = load_catalog("icefloe", **catalog_properties(args, default_catalog))
         return catalog.load_table(args.table).schema()
     return None
 
 
-def generation_config(args: argparse.Namespace) -> GenerationConfig:
+def generation_config(
+    args: argparse.Namespace, default_catalog: Callable[[], dict[str, str]] | None = None
+) -> GenerationConfig:
     """Build the generation config from parsed arguments.
 
     Args:
         args: Parsed ``publish`` arguments.
+        default_catalog: The catalog ``--table`` is read from when the arguments name none
+            (:func:`catalog_properties`).
 
     Returns:
         The config (seed unresolved when ``--seed`` is absent).
@@ -268,7 +306,7 @@ def generation_config(args: argparse.Namespace) -> GenerationConfig:
     return GenerationConfig(
         seed=args.seed,
         clock=ClockConfig(anchor=args.anchor, window_days=args.window_days),
-        schema=_schema(args),
+        schema=_schema(args, default_catalog),
         rows=SchemaRowsConfig(null_fraction=args.null_fraction),
         key=args.key,
         partitions=args.partition_ids,
@@ -332,13 +370,19 @@ def _check_topic(bootstrap: str, args: argparse.Namespace) -> str | None:
     return None
 
 
-def run(args: argparse.Namespace, default_bootstrap: str = DEFAULT_BOOTSTRAP) -> int:
+def run(
+    args: argparse.Namespace,
+    default_bootstrap: str = DEFAULT_BOOTSTRAP,
+    default_catalog: Callable[[], dict[str, str]] | None = None,
+) -> int:
     """Execute a parsed ``publish`` command.
 
     Args:
         args: Arguments parsed by a parser set up with :func:`configure_parser`.
         default_bootstrap: The broker when neither ``--bootstrap`` nor ``$ICEFLOE_BOOTSTRAP``
             names one (``icefloe publish`` passes the local stack's).
+        default_catalog: The pyiceberg properties of the catalog ``--table`` is read from when
+            the arguments name none (``icefloe publish`` passes the local stack's).
 
     Returns:
         Process exit code: 0 on success, 1 if any message failed to deliver,
@@ -352,7 +396,7 @@ def run(args: argparse.Namespace, default_bootstrap: str = DEFAULT_BOOTSTRAP) ->
         print("publish: give --count N, --one, --duration SECONDS or --rate R", file=sys.stderr)
         return 2
     try:
-        generation = generation_config(args).resolved()
+        generation = generation_config(args, default_catalog).resolved()
         if generation.malformed_fraction > 0:  # unknown names fail here, before any broker
             resolve_kinds(generation.malformed_kinds, generation.table_schema())
     except (ValueError, OSError) as exc:

@@ -1,8 +1,10 @@
 """`icefloe publish ...`: the publisher's own command line, aimed at the local stack's broker.
 
-The flags are the publisher's (`publisher.cli`); the one thing the harness adds is the broker:
-without `--bootstrap` or `$ICEFLOE_BOOTSTRAP`, messages go to the stack this run directory and
-these ports describe. `python -m publisher` is the same command without the stack.
+The flags are the publisher's (`publisher.cli`); what the harness adds is the stack: without
+`--bootstrap` or `$ICEFLOE_BOOTSTRAP`, messages go to the stack this run directory and these
+ports describe, and `--table` without `--catalog-uri` or `--catalog-property` reads its schema
+from the stack's catalog, REST or Glue. `python -m publisher` is the same command without the
+stack.
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Publish to the stack's broker unless the command line names another."""
+    """Publish to the stack's broker, and read ``--table`` from its catalog, unless the command
+    line names others."""
     from harness.cli.stack import open_stack
 
-    return publisher_cli.run(args, default_bootstrap=open_stack(args).bootstrap_servers)
+    stack = open_stack(args)
+    return publisher_cli.run(
+        args,
+        default_bootstrap=stack.bootstrap_servers,
+        default_catalog=stack.pyiceberg_properties,
+    )

@@ -110,3 +110,21 @@ def test_partitions_is_refused_with_the_names_that_replace_it(
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "--partition-ids" in err and "icefloe topic create" in err
+
+
+def test_table_reads_its_catalog_from_the_flags_else_from_the_default() -> None:
+    parser = cli.build_parser()
+    rest = parser.parse_args(["--table", "ns.t", "--catalog-uri", "http://127.0.0.1:1"])
+    assert cli.catalog_properties(rest) == {"type": "rest", "uri": "http://127.0.0.1:1"}
+    pairs = ["--catalog-property", "type=glue", "--catalog-property", "glue.region=x"]
+    glue = parser.parse_args(["--table", "ns.t", *pairs])
+    assert cli.catalog_properties(glue, lambda: {"type": "rest"}) == {
+        "type": "glue",
+        "glue.region": "x",
+    }
+    neither = parser.parse_args(["--table", "ns.t"])
+    assert cli.catalog_properties(neither, lambda: {"type": "glue"}) == {"type": "glue"}
+    with pytest.raises(ValueError, match="--catalog-uri or --catalog-property"):
+        cli.catalog_properties(neither)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--catalog-property", "no-equals-sign"])

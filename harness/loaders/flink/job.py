@@ -62,10 +62,18 @@ ZONED = "TIMESTAMP(6) WITH LOCAL TIME ZONE"
 
 
 def catalog_statement(conf: Mapping[str, object]) -> str:
-    """``CREATE CATALOG`` for the table's catalog: the stack's REST catalog and object store."""
+    """``CREATE CATALOG`` for the table's catalog: the stack's catalog (REST, or Glue through
+    ``catalog-impl``, which Iceberg's Flink ``catalog-type`` does not name) and object store."""
     catalog = str(conf["table"]).split(".", 1)[0]
+    if conf.get("catalog_type", "rest") == "glue":
+        where = (
+            "'catalog-impl' = 'org.apache.iceberg.aws.glue.GlueCatalog',"
+            f" 'glue.endpoint' = '{conf['catalog_uri']}'"
+        )
+    else:
+        where = f"'catalog-type' = 'rest', 'uri' = '{conf['catalog_uri']}'"
     return f"""CREATE CATALOG `{catalog}` WITH (
-  'type' = 'iceberg', 'catalog-type' = 'rest', 'uri' = '{conf["catalog_uri"]}',
+  'type' = 'iceberg', {where},
   'warehouse' = '{conf["warehouse"]}',
   'io-impl' = 'org.apache.iceberg.aws.s3.S3FileIO',
   's3.endpoint' = '{conf["s3_endpoint"]}', 's3.path-style-access' = 'true',

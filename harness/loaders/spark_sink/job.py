@@ -9,7 +9,9 @@ that code promises: no dead letters, no fence, no timeouts beyond the clients' d
 it keeps is Spark's: the checkpoint's offsets and commit logs, and Iceberg's streaming append,
 which skips a micro-batch whose epoch the table already holds for this query.
 
-Run with a TOML file (written by the kit from ``spark-sink.toml`` beside this file)::
+Its catalog is the stack's: a REST catalog, or a Glue-compatible one (``catalog_type =
+"glue"``, the endpoint in ``catalog_uri``). Run with a TOML file (written by the kit from
+``spark-sink.toml`` beside this file)::
 
     python job.py --config loader.toml
 
@@ -42,8 +44,17 @@ def main() -> None:
 
     catalog = conf["table"].split(".", 1)[0]
     prefix = f"spark.sql.catalog.{catalog}"
+    # The catalog as a Spark user names it: a REST catalog's URI, or Glue's endpoint (its
+    # requests signed with the AWS keys of the environment).
+    if conf.get("catalog_type", "rest") == "glue":
+        where = {"type": "glue", "glue.endpoint": conf["catalog_uri"]}
+    else:
+        where = {"type": "rest", "uri": conf["catalog_uri"]}
+    builder = SparkSession.builder
+    for key, value in where.items():
+        builder = builder.config(f"{prefix}.{key}", value)
     spark = (
-        SparkSession.builder.appName(f"spark-sink-{conf['loader_id']}")
+        builder.appName(f"spark-sink-{conf['loader_id']}")
         .master(conf.get("master", "local[2]"))
         .config("spark.driver.memory", conf.get("driver_memory", "2g"))
         .config("spark.driver.extraClassPath", conf["jars"].replace(",", os.pathsep))
@@ -56,8 +67,6 @@ def main() -> None:
         .config("spark.sql.extensions",
                 "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
         .config(prefix, "org.apache.iceberg.spark.SparkCatalog")
-        .config(f"{prefix}.type", "rest")
-        .config(f"{prefix}.uri", conf["catalog_uri"])
         .config(f"{prefix}.warehouse", conf["warehouse"])
         .config(f"{prefix}.io-impl", "org.apache.iceberg.aws.s3.S3FileIO")
         .config(f"{prefix}.s3.endpoint", conf["s3_endpoint"])

@@ -69,6 +69,10 @@ def test_its_statements_take_the_tables_own_columns_and_hold_no_credential() -> 
         "FROM `kafka_source`"
     )
     assert all("secret" not in s and "access-key" not in s for s in (catalog, source, insert))
+    # On a Glue stack: Iceberg's Glue catalog by class (Flink's catalog-type names no glue).
+    glue, _, _ = statements({**conf, "catalog_type": "glue"}, columns)
+    assert "'catalog-impl' = 'org.apache.iceberg.aws.glue.GlueCatalog'" in glue
+    assert "'glue.endpoint' = 'http://127.0.0.1:8181'" in glue and "'uri'" not in glue
 
 
 def _target(tmp_path: Path) -> LoaderTarget:
