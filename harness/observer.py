@@ -140,6 +140,20 @@ def checkpoint_position(folder: Path) -> tuple[int | None, Positions]:
     return done[-1], out
 
 
+def batch_in_flight(folder: Path) -> bool:
+    """Whether a Spark streaming query's checkpoint holds a batch planned (``offsets/<N>``)
+    and not marked committed (``commits/<N>``): the query's next start runs that batch first,
+    with the same offsets (a folder that is not a checkpoint holds none).
+    """
+
+    def newest(sub: str) -> int:
+        where = folder / sub
+        names = [p.name for p in where.iterdir()] if where.is_dir() else []
+        return max((int(name) for name in names if name.isdigit()), default=-1)
+
+    return newest("offsets") > newest("commits")
+
+
 def encode_positions(positions: Mapping[str, Mapping[int, int]]) -> dict[str, dict[str, int]]:
     """A position as JSON-ready data (partitions as text keys)."""
     return {

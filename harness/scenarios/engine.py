@@ -361,7 +361,24 @@ class Run:
             missing, ended = self.drain(expected, drain_s)
         if ended != GONE:  # a last commit (a duplicate) can still come; none can without a loader
             time.sleep(self.loaders.settle_s() if settle_s is None else settle_s)
+            self._await_batch_in_flight()
         return missing
+
+    def _await_batch_in_flight(self) -> None:
+        """Past the settle: while the loader still has a batch its checkpoint planned and did
+        not mark committed (a batch a restart runs again, on a slow start still to come), wait
+        for it, up to the loader kind's drain bound, so the checks read what that batch
+        writes (a duplicate, in a break)."""
+        if not self.loaders.in_flight():
+            return
+        began = time.monotonic()
+        bound = self.loaders.observer().drain_s
+        while self.loaders.in_flight() and time.monotonic() - began < bound:
+            time.sleep(0.5)
+        self.history.record(
+            "info", "info", "batch_in_flight",
+            waited_s=round(time.monotonic() - began, 1), done=not self.loaders.in_flight(),
+        )  # fmt: skip
 
     def drain(self, expected: set[str], bound_s: float | None = None) -> tuple[int, str | None]:
         """The run's drain: rows still missing get the loader's own time to arrive, with no

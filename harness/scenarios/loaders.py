@@ -45,7 +45,8 @@ from typing import Any, Literal
 from harness.history import History
 from harness.loaders.base import Capability, Loader, LoaderKind, LoaderTarget, TestHooks
 from harness.loaders.icefloe import IcefloeKind
-from harness.observer import Observer
+from harness.loaders.process import LoaderProcess
+from harness.observer import Observer, batch_in_flight
 from harness.scenarios.params import ParamError, parse_params
 from harness.scenarios.world import Names
 from loader import settings as loader_settings
@@ -346,6 +347,17 @@ class LoaderControl:
     def settle_s(self) -> float:
         """How long to wait after the last expected row is visible (the kind's measure)."""
         return self.kind.settle_s(self.target(self.current.loader_id, self.current.state_dir))
+
+    def in_flight(self) -> bool:
+        """Whether the current loader runs with a batch its Spark checkpoint planned and did
+        not mark committed (``batch_in_flight``): after a start it runs that batch first, and a
+        duplicate it writes shows only once that batch is done."""
+        if not self.is_running():
+            return False
+        folder = self._observer.checkpoint_dir
+        if folder is None and isinstance(self.current, LoaderProcess):
+            folder = self.current.config().checkpoint_location
+        return folder is not None and batch_in_flight(Path(folder))
 
     def _retarget(self) -> None:
         current = self.current

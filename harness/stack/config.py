@@ -104,46 +104,6 @@ class StackConfig:
         )
 
 
-EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
-"""Where Linux says which ports it hands out to clients' connections."""
-
-
-def ephemeral_start(source: Path = EPHEMERAL_RANGE) -> int:
-    """The first port the system hands out to clients' connections (Linux; 32768 elsewhere).
-
-    A service port in that range can be taken at any moment by some client's connection.
-    """
-    try:
-        return int(source.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def port_env(offset: int, config: StackConfig | None = None) -> dict[str, str]:
-    """The environment that moves every port of ``config`` (default: the defaults) up by
-    ``offset``: a second stack beside the first on one machine (CI runs two at once).
-
-    Raises:
-        ValueError: a moved port would land on one of ``config``'s own ports, or where the
-            system hands out ports to clients' connections (:func:`ephemeral_start`).
-    """
-    config = config or StackConfig()
-    fields = [f.name for f in dataclasses.fields(config) if f.name.endswith("port")]
-    ours = {getattr(config, f) for f in fields}
-    first_client_port = ephemeral_start()
-    env = {}
-    for name in fields:
-        port = getattr(config, name) + offset
-        if port in ours or not 0 < port < first_client_port:
-            raise ValueError(
-                f"{name} {getattr(config, name)} + {offset} = {port}: not a port for a second"
-                f" stack (one of the first stack's, or not below {first_client_port}, where"
-                " clients' connections take ports)"
-            )
-        env[ENV_PREFIX + name.upper()] = str(port)
-    return env
-
-
 def _coerce(name: str, raw: Any) -> Any:
     kind = {f.name: f.type for f in dataclasses.fields(StackConfig)}[name]
     if kind in ("int", int):

@@ -16,6 +16,7 @@ class Growing:
 
     _wait_for = Run._wait_for
     _visible_now = Run._visible_now
+    _await_batch_in_flight = Run._await_batch_in_flight
 
     def read_position(self, *, final: bool = False) -> None:
         return None
@@ -25,7 +26,7 @@ class Growing:
         self.step, self.stall_at, self.calls = step, stall_at, 0
         self.history = History()
         self.traffic = SimpleNamespace(wait=lambda: None)
-        self.loaders = SimpleNamespace(settle_s=lambda: 0.0)
+        self.loaders = SimpleNamespace(settle_s=lambda: 0.0, in_flight=lambda: False)
         self.gone = False
 
     def orphaned(self) -> bool:
@@ -161,7 +162,9 @@ def test_the_wait_ends_once_every_missing_row_is_behind_the_committed_position(
         run.ledger_entries = lambda: entries  # type: ignore[attr-defined]
         run.read_position = lambda final=False: {"t": {0: next_offset}}  # type: ignore[method-assign]
         run.loaders = SimpleNamespace(
-            settle_s=lambda: 0.0, observer=lambda: SimpleNamespace(drain_s=30.0)
+            settle_s=lambda: 0.0,
+            in_flight=lambda: False,
+            observer=lambda: SimpleNamespace(drain_s=30.0),
         )
         return run
 
@@ -174,3 +177,27 @@ def test_the_wait_ends_once_every_missing_row_is_behind_the_committed_position(
     short = run_with(99)  # the last row still ahead of the position: it may come
     assert Run.await_loaded(short, timeout_s=240.0) == 60  # type: ignore[arg-type]
     assert clock[0] >= 240.0
+
+
+def test_a_batch_a_restart_runs_again_is_waited_for_within_the_drain_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = _fake_clock(monkeypatch)
+    run = Growing(total=10, step=10)
+    done_at = [12.0]  # the restarted loader's replayed batch is marked done at 12 s
+    run.loaders = SimpleNamespace(
+        settle_s=lambda: 4.0,
+        in_flight=lambda: clock[0] < done_at[0],
+        observer=lambda: SimpleNamespace(drain_s=60.0),
+    )
+    assert Run.await_loaded(run, timeout_s=30.0) == 0  # type: ignore[arg-type]
+    (waited,) = select(run.history, "info", "batch_in_flight")
+    assert waited.data["done"] and 7.5 <= waited.data["waited_s"] <= 8.5
+    # A batch that never ends is waited for up to the bound, and said so.
+    stuck = Growing(total=10, step=10)
+    stuck.loaders = SimpleNamespace(
+        settle_s=lambda: 0.0, in_flight=lambda: True, observer=lambda: SimpleNamespace(drain_s=5.0)
+    )
+    Run.await_loaded(stuck, timeout_s=30.0)  # type: ignore[arg-type]
+    (waited,) = select(stuck.history, "info", "batch_in_flight")
+    assert not waited.data["done"] and waited.data["waited_s"] == 5.0

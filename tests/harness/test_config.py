@@ -70,29 +70,3 @@ def test_a_taken_port_names_the_setting_that_moves_it(tmp_path: Path) -> None:
         "ICEFLOE_STACK_KAFKA_CONTROLLER_PORT (or kafka_controller_port under [stack] in "
         "icefloe.toml), ICEFLOE_STACK_TRINO_PORT (or trino_port under [stack] in icefloe.toml)"
     )
-
-
-def test_port_env_moves_every_port_and_a_stack_loads_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    env = config.port_env(2000)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    moved = config.load(tmp_path / "absent.toml")
-    default = config.StackConfig()
-    ports = [f for f in default.__dataclass_fields__ if f.endswith("port")]
-    assert len(env) == len(ports)
-    assert all(getattr(moved, f) == getattr(default, f) + 2000 for f in ports)
-    # Not where clients' connections take ports (a moved port was taken so in CI), nor on one
-    # of the first stack's own ports.
-    with pytest.raises(ValueError, match=r"\+ 20000 = 3\d{4}: "):
-        config.port_env(20000)
-    with pytest.raises(ValueError, match=r"8181 \+ 10000 = 18181: "):
-        config.port_env(10000)
-
-
-def test_the_first_client_port_is_read_from_the_system(tmp_path: Path) -> None:
-    source = tmp_path / "ip_local_port_range"
-    source.write_text("40000\t60999\n")
-    assert config.ephemeral_start(source) == 40000
-    assert config.ephemeral_start(tmp_path / "absent") == 32768

@@ -17,7 +17,13 @@ from harness.loaders import command
 from harness.loaders.base import Capability, LoaderTarget
 from harness.loaders.kinds import NAMES, resolve
 from harness.loaders.spark_sink import SPECS
-from harness.observer import CHECKPOINT, Observer, checkpoint_position, observer_of
+from harness.observer import (
+    CHECKPOINT,
+    Observer,
+    batch_in_flight,
+    checkpoint_position,
+    observer_of,
+)
 from harness.scenarios.checks.checkers import Observed, run_check
 from tests.harness.test_neutral_verdicts import LEDGER, TOPIC, observer_event, positions
 
@@ -42,6 +48,18 @@ def test_the_position_is_the_newest_committed_batchs_end_offsets(tmp_path: Path)
     _batch(tmp_path, 2, {TOPIC: {"0": 9, "1": 9}}, committed=False)
     (tmp_path / "commits" / ".2.crc").write_text("")
     assert checkpoint_position(tmp_path) == (1, {TOPIC: {0: 7, 1: 5}})
+
+
+def test_a_batch_planned_and_not_committed_is_in_flight(tmp_path: Path) -> None:
+    assert not batch_in_flight(tmp_path / "missing")
+    _batch(tmp_path, 0, {TOPIC: {"0": 3}}, committed=True)
+    assert not batch_in_flight(tmp_path)
+    # Killed after its table commit, before Spark marked the batch done: a start runs it again.
+    _batch(tmp_path, 1, {TOPIC: {"0": 7}}, committed=False)
+    (tmp_path / "commits" / ".1.crc").write_text("")
+    assert batch_in_flight(tmp_path)
+    (tmp_path / "commits" / "1").write_text("v1\n{}")
+    assert not batch_in_flight(tmp_path)
 
 
 def test_no_committed_batch_is_no_position_and_a_foreign_file_is_refused(tmp_path: Path) -> None:
