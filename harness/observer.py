@@ -124,9 +124,7 @@ def checkpoint_position(folder: Path) -> tuple[int | None, Positions]:
         OSError: the folder or a batch's offsets cannot be read.
         ValueError: a batch's offsets file is not Spark's.
     """
-    commits = folder / "commits"
-    names = [p.name for p in commits.iterdir()] if commits.is_dir() else []
-    done = sorted(int(name) for name in names if name.isdigit())
+    done = _batches(folder, "commits")
     if not done:
         return None, {}
     lines = (folder / "offsets" / str(done[-1])).read_text().splitlines()
@@ -140,18 +138,21 @@ def checkpoint_position(folder: Path) -> tuple[int | None, Positions]:
     return done[-1], out
 
 
+def _batches(folder: Path, log: str) -> list[int]:
+    """The batch numbers a Spark checkpoint's ``offsets/`` or ``commits/`` log holds, in order
+    (none when the log is not there)."""
+    where = folder / log
+    names = [p.name for p in where.iterdir()] if where.is_dir() else []
+    return sorted(int(name) for name in names if name.isdigit())
+
+
 def batch_in_flight(folder: Path) -> bool:
     """Whether a Spark streaming query's checkpoint holds a batch planned (``offsets/<N>``)
     and not marked committed (``commits/<N>``): the query's next start runs that batch first,
     with the same offsets (a folder that is not a checkpoint holds none).
     """
-
-    def newest(sub: str) -> int:
-        where = folder / sub
-        names = [p.name for p in where.iterdir()] if where.is_dir() else []
-        return max((int(name) for name in names if name.isdigit()), default=-1)
-
-    return newest("offsets") > newest("commits")
+    planned, done = _batches(folder, "offsets"), _batches(folder, "commits")
+    return bool(planned) and (not done or planned[-1] > done[-1])
 
 
 def encode_positions(positions: Mapping[str, Mapping[int, int]]) -> dict[str, dict[str, int]]:
