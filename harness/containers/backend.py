@@ -25,12 +25,13 @@ import psutil
 
 from harness.console import say
 from harness.containers.engine import Engine
-from harness.containers.images import LOCAL_IMAGES
+from harness.containers.images import LOCAL_IMAGES, OPTIONAL_IMAGES
 from harness.containers.settings import ContainerSpec, container_specs
 from harness.stack.catalog import Catalog
 from harness.stack.config import StackConfig
 from harness.stack.config import load as load_config
 from harness.stack.credentials import S3Credentials, load_or_create
+from harness.stack.glue import Glue
 from harness.stack.kafka import Kafka
 from harness.stack.lakehouse import Stack
 from harness.stack.minio import Minio
@@ -170,7 +171,7 @@ class ContainerService(LocalService):
 
     def attach(self, spec: ContainerSpec, project: str, engine: Engine) -> None:
         self.spec = spec
-        self.image = LOCAL_IMAGES[self.name]
+        self.image = {**LOCAL_IMAGES, **OPTIONAL_IMAGES}[self.name]
         self.network = f"{project}_default"
         self.process = ContainerProcess(  # type: ignore[assignment]
             self.name, project, self.state_dir, engine
@@ -271,12 +272,17 @@ class CatalogContainer(ContainerService, Catalog):
     """The Iceberg REST catalog in a container."""
 
 
+class GlueContainer(ContainerService, Glue):
+    """The Glue-compatible catalog (ministack) in a container, on a stack whose catalog is Glue."""
+
+
 class TrinoContainer(ContainerService, Trino):
     """Trino in a container."""
 
 
 class ContainerStack(Stack):
-    """The stack with every service in a container, on the locally built images."""
+    """The stack with every service in a container, on the locally built images; its catalog
+    is the REST server's container, or ministack's with ``[stack] catalog = "glue"``."""
 
     backend = "containers"
     # One container at a time, in the order the services need each other: podman's API, asked
@@ -286,20 +292,20 @@ class ContainerStack(Stack):
 
     def __init__(self, config: StackConfig | None = None) -> None:
         self.config = config or load_config()
-        if self.config.catalog != "rest":
-            raise ValueError(
-                f"the containers backend runs the REST catalog only, not {self.config.catalog!r}:"
-                " a Glue catalog runs on the local backend (docs/catalogs.md)"
-            )
         self.credentials: S3Credentials = load_or_create(self.config.run_dir)
         self.engine = Engine(self.config.run_dir)
         self.project = project_name(self.config.run_dir)
         specs = container_specs(self.config, self.credentials, str(self.config.kafka_port))
         self.kafka = KafkaContainer(self.config, self.credentials)
         self.minio = MinioContainer(self.config, self.credentials)
-        self.catalog = CatalogContainer(self.config, self.credentials)
+        catalog: GlueContainer | CatalogContainer = (
+            GlueContainer(self.config, self.credentials)
+            if self.config.catalog == Glue.kind
+            else CatalogContainer(self.config, self.credentials)
+        )
+        self.catalog = catalog
         self.trino = TrinoContainer(self.config, self.credentials)
-        for service in (self.kafka, self.minio, self.catalog, self.trino):
+        for service in (self.kafka, self.minio, catalog, self.trino):
             service.attach(specs[service.name], self.project, self.engine)
 
     def up(self) -> float:

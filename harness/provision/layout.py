@@ -104,6 +104,10 @@ class Layout:
     def ministack_venv(self) -> Path:
         return self.cache / "ministack" / versions.MINISTACK / "venv"
 
+    def ministack_wheels(self, python_version: str) -> Path:
+        """ministack's wheels for an image's CPython ``python_version`` (the Glue image)."""
+        return self.cache / "ministack" / versions.MINISTACK / f"wheels-cp{python_version}"
+
     @property
     def moto_venv(self) -> Path:
         return self.cache / "moto" / versions.MOTO / "venv"

@@ -47,7 +47,10 @@ def prepare(stack: Any) -> None:
     layout = Layout(stack.config.cache_dir)
     provision(layout)
     if getattr(stack, "backend", "local") == "containers":
-        from harness.containers.images import ImageBuilder
+        from harness.containers.images import ImageBuilder, fetch_glue_wheels
+        from harness.stack.glue import Glue
 
+        if stack.config.catalog == Glue.kind:
+            fetch_glue_wheels(layout)  # the Glue image is built once its wheels are there
         stack.engine.ensure_running()
         ImageBuilder(stack.engine, layout).build_all()

@@ -106,8 +106,9 @@ class Stack:
         if before != self.config.catalog and self.trino.process.is_running():
             say(f"restarting trino: its lake catalog moves from {before} to {self.config.catalog}")
             self.trino.stop()
-            if self.toxiproxy.process.is_running():
-                self.toxiproxy.stop()
+            toxiproxy = self.optional_services().get("toxiproxy")  # none in containers
+            if toxiproxy is not None and toxiproxy.process.is_running():
+                toxiproxy.stop()
         self.config.run_dir.mkdir(parents=True, exist_ok=True)
         (self.config.run_dir / CATALOG_RECORD).write_text(self.config.catalog + "\n")
         with ThreadPoolExecutor(max_workers=4) as pool:

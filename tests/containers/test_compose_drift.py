@@ -25,16 +25,18 @@ def test_committed_files_are_what_the_settings_render() -> None:
     assert compose.stale_files() == [], "run `icefloe compose render` and commit the result"
 
 
-def test_containers_differ_from_the_local_stack_only_where_declared() -> None:
-    config = StackConfig(run_dir=Path("/unused"), cache_dir=Path("/unused"))
+@pytest.mark.parametrize("catalog", ["rest", "glue"])
+def test_containers_differ_from_the_local_stack_only_where_declared(catalog: str) -> None:
+    config = StackConfig(run_dir=Path("/unused"), cache_dir=Path("/unused"), catalog=catalog)
     credentials = settings.placeholder_credentials()
     local = settings.local_settings(config, credentials)
     specs = settings.container_specs(config, credentials, "9092")
+    assert tuple(specs) == settings.services(config)
     for service, spec in specs.items():
         container = settings.spec_settings(spec)
         assert set(container) == set(local[service]), service
         differing = {k for k in container if container[k] != local[service][k]}
-        assert differing == set(settings.OVERRIDES[service]), service
+        assert differing == settings.overridden(service, catalog), service
 
 
 def test_a_local_setting_changed_alone_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:

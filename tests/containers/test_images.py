@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from harness.containers import images
 
 
@@ -40,3 +42,17 @@ def test_fingerprint_follows_inputs(tmp_path: Path) -> None:
     assert second != first
     os.utime(lib / "b.jar", (1, 1))
     assert images.fingerprint(spec, "base1") != second
+
+
+def test_the_glue_image_installs_wheels_for_the_bases_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.provision.layout import Layout
+
+    monkeypatch.setattr(images, "DEBIAN_SUITE", "trixie")
+    (spec,) = [s for s in images.optional_image_specs(Layout(tmp_path)) if s.service == "glue"]
+    assert spec.inputs["wheels"].name == "wheels-cp3.13"
+    assert (spec.source / "Containerfile").is_file()
+    monkeypatch.setattr(images, "DEBIAN_SUITE", "sid")
+    with pytest.raises(RuntimeError, match="DEBIAN_PYTHON"):
+        images.image_python()

@@ -84,7 +84,12 @@ def test_the_flink_description_is_a_kind_read_by_its_commits_and_its_group(
 ) -> None:
     assert "flink" in NAMES
     kind = resolve("flink")
-    assert kind.capabilities == {Capability.KILL, Capability.FREEZE, Capability.SUPERVISED}
+    assert kind.capabilities == {
+        Capability.KILL,
+        Capability.FREEZE,
+        Capability.SUPERVISED,
+        Capability.GLUE,
+    }
     observer = kind.observer(_target(tmp_path))
     assert observer.position == GROUP and observer.consumer_group == "l-1"
     assert observer.commit_key == "flink.max-committed-checkpoint-id"

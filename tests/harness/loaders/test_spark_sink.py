@@ -90,7 +90,12 @@ def test_the_shipped_descriptions_are_kinds_by_their_own_names(name: str, tmp_pa
     assert name in NAMES
     kind = resolve(name)
     assert kind.name == name
-    assert kind.capabilities == {Capability.KILL, Capability.FREEZE, Capability.SUPERVISED}
+    assert kind.capabilities == {
+        Capability.KILL,
+        Capability.FREEZE,
+        Capability.SUPERVISED,
+        Capability.GLUE,
+    }
     target = _target(tmp_path)
     observer = kind.observer(target)
     assert observer.position == CHECKPOINT
