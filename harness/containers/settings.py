@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from harness.containers.images import GLUE_IMAGE
 from harness.provision import versions
 from harness.stack import catalog as catalog_module
 from harness.stack import kafka as kafka_module
@@ -70,7 +71,7 @@ OFFICIAL_IMAGES = {
     "trino": f"trinodb/trino:{versions.TRINO}",
     # ministack publishes no image of its own that this kit has pulled: the Glue stack runs
     # on the image `icefloe images build` makes (containers/glue/).
-    "glue": f"localhost/icefloe/ministack:{versions.MINISTACK}",
+    "glue": GLUE_IMAGE,
 }
 
 # The keys whose container value differs from the local one, per service, and why.
@@ -101,7 +102,7 @@ OVERRIDES: dict[str, dict[str, str]] = {
     },
 }
 # On a Glue stack, Trino reaches the catalog through Glue's endpoint instead of the REST URI.
-_CATALOG_ADDRESS = {"rest": keys.TRINO_ICEBERG_REST_URI, Glue.kind: keys.TRINO_GLUE_ENDPOINT}
+_CATALOG_ADDRESS = {Catalog.kind: keys.TRINO_ICEBERG_REST_URI, Glue.kind: keys.TRINO_GLUE_ENDPOINT}
 
 
 def overridden(service: str, catalog: str) -> set[str]:
@@ -273,9 +274,9 @@ def container_specs(
             {
                 **trino.catalog_properties(),
                 # The stack's catalog by service name: the REST server's URI or Glue's endpoint.
-                _CATALOG_ADDRESS[view.catalog]: glue_url
-                if view.catalog == Glue.kind
-                else catalog_url,
+                _CATALOG_ADDRESS[view.catalog]: {Catalog.kind: catalog_url, Glue.kind: glue_url}[
+                    view.catalog
+                ],
                 keys.TRINO_S3_ENDPOINT: minio_url,
             }
         ),
