@@ -7,8 +7,8 @@ them. Nothing here measures anything.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from harness.bench.profile import Step
 from harness.bench.stats import median_low, rate
@@ -188,6 +188,13 @@ class Freshness:
         p50, p95, p99, max: publish-to-visible latency, seconds.
         files: data files the setting added to the table (its ``$files``).
         files_per_hour: ``files`` scaled to an hour of the same load.
+        p99_by_window: the p99 of the messages published in each ``freshness.WINDOW_S`` of the
+            publishing, in order: whether the tail is the loader's first seconds or all of it.
+        batches: the loader's batches committed while it was published to (None: unknown).
+        batch_median_s: their median time, as the loader logged it (None: no batch).
+        cores: cores each process used while it was published to (``harness.bench.cores``):
+            the loader, the stack's services (Trino answers the bench's polls), the bench
+            itself, and the machine's total.
     """
 
     rate: int
@@ -201,6 +208,10 @@ class Freshness:
     max: float | None
     files: int
     files_per_hour: float | None
+    p99_by_window: tuple[float | None, ...] = ()
+    batches: int | None = None
+    batch_median_s: float | None = None
+    cores: Mapping[str, float] = field(default_factory=dict)
 
 
 def shape_name(window_days: float) -> str:

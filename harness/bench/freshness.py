@@ -10,6 +10,13 @@ it minus the moment it was handed to the producer. It includes Trino's query tim
 
 The data files are counted from the table's ``$files`` metadata table before and after, and
 scaled to an hour of the same load.
+
+Beside the percentiles, each setting says where its time went: the p99 of each ``WINDOW_S`` of
+publishing (a tail from the loader's first, cold batches shows in the first windows only), the
+loader's batches while it was published to and their median time (from its own log lines,
+``harness.bench.profile``), and the cores each process used meanwhile
+(``harness.bench.cores``): on a small machine the bench's own polling, answered by Trino, takes
+a share of the cores the loader runs on, the same share for any loader measured.
 """
 
 from __future__ import annotations
@@ -17,13 +24,17 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import psutil
+
+from harness.bench.cores import CoreMeter
 from harness.bench.figures import Freshness
 from harness.bench.loaders import local_loader
-from harness.bench.stats import per_hour
+from harness.bench.profile import steps_from_log
+from harness.bench.stats import median_low, per_hour
 from harness.bench.workload import (
     BenchSchema,
     create_topic,
@@ -36,6 +47,10 @@ from harness.scenarios.checks.checkers import percentile
 from harness.waiting import poll
 
 POLL_S = 0.1
+WINDOW_S = 10.0
+"""The span of publishing each of a setting's ``p99_by_window`` covers."""
+LOG_LINES = 5_000
+"""The loader's last log lines read for its batch times (one line a batch)."""
 # How long after the last publish the bench keeps waiting for the last messages.
 DRAIN_S = 60.0
 
@@ -45,11 +60,36 @@ def latencies(sent: list[float], seen_at: dict[int, float]) -> list[float]:
     return [seen_at[i] - sent[i] for i in sorted(seen_at) if i < len(sent)]
 
 
+def p99_by_window(
+    sent: list[float], seen_at: dict[int, float], window_s: float = WINDOW_S
+) -> tuple[float | None, ...]:
+    """The p99 latency of the messages published in each ``window_s`` from the first publish
+    (None: a window none of whose messages was seen)."""
+    if not sent:
+        return ()
+    first = sent[0]
+    windows: list[list[float]] = [[] for _ in range(int((sent[-1] - first) // window_s) + 1)]
+    for i, published in enumerate(sent):
+        if i in seen_at:
+            windows[int((published - first) // window_s)].append(seen_at[i] - published)
+    return tuple(percentile(w, 99) if w else None for w in windows)
+
+
+def batch_times(log: str, since_wall: float) -> list[float]:
+    """Seconds of each batch a loader's log says it committed after ``since_wall`` (epoch)."""
+    return [
+        s.seconds
+        for s in steps_from_log(log, since_wall, 0.0)
+        if s.name.startswith("batch") and s.start_s >= 0
+    ]
+
+
 def summarize(
     rate: int, trigger_s: float, seconds: float, sent: list[float], seen_at: dict[int, float],
-    files: int,
+    files: int, batches: list[float] | None = None, cores: Mapping[str, float] | None = None,
 ) -> Freshness:  # fmt: skip
-    """One setting's figures from what was published, what was seen when, and the files."""
+    """One setting's figures from what was published, what was seen when, the files, and (when
+    known) the loader's batch times and the cores used."""
     lat = latencies(sent, seen_at)
     p50, p95, p99, top = (
         (percentile(lat, 50), percentile(lat, 95), percentile(lat, 99), max(lat))
@@ -68,6 +108,10 @@ def summarize(
         max=top,
         files=files,
         files_per_hour=per_hour(files, seconds),
+        p99_by_window=p99_by_window(sent, seen_at),
+        batches=None if batches is None else len(batches),
+        batch_median_s=median_low(batches) if batches else None,
+        cores=dict(cores or {}),
     )
 
 
@@ -144,6 +188,7 @@ def run_setting(
         if not shown:
             raise RuntimeError(f"the warm-up row did not appear:\n{loader.log_tail(20)}")
         files_before = data_files(stack, table)
+        meter = core_meter(stack, loader)
         total = int(rate * seconds)
         sent: list[float] = []
         thread = threading.Thread(
@@ -152,10 +197,34 @@ def run_setting(
             name="bench-publish",
             daemon=True,
         )
+        began_wall = time.time()
+        meter.start()
         thread.start()
         seen_at = watch_sequence(stack, table, total, time.monotonic() + seconds + DRAIN_S)
+        cores = meter.cores()
         thread.join(60)
         files = data_files(stack, table) - files_before
+        batches = batch_times(loader.log_tail(LOG_LINES), began_wall)
     finally:
         loader.close()
-    return summarize(rate, trigger_s, seconds, sent, seen_at, files)
+    return summarize(rate, trigger_s, seconds, sent, seen_at, files, batches, cores)
+
+
+def core_meter(stack: Any, loader: Any) -> CoreMeter:
+    """A meter of the loader, each of the stack's services that runs here as a process, and
+    the bench's own process (the publisher and the polls; its child, the loader, apart)."""
+    processes = {"loader": _live(loader.process), "bench": psutil.Process}
+    for role, service in stack.services.items():
+        processes[role] = _live(service.process)
+    return CoreMeter(processes, own=frozenset({"bench"}))
+
+
+def _live(owner: Any) -> Callable[[], psutil.Process | None]:
+    """The live process of a service's or a loader's ``process`` (its ``pid``: a local
+    process's, or a container's main process as the host sees it), or None."""
+
+    def live() -> psutil.Process | None:
+        pid = owner.pid
+        return None if pid is None else psutil.Process(pid)
+
+    return live

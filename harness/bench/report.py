@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.bench import headline
+from harness.bench.cores import MACHINE
 from harness.bench.figures import (
     BOUND_KEYS,
     ENGINE,
@@ -26,6 +27,7 @@ from harness.bench.figures import (
     Throughput,
     shape_name,
 )
+from harness.bench.freshness import WINDOW_S
 from harness.bench.profile import profile_lines
 from harness.bench.stats import ratio
 
@@ -147,7 +149,7 @@ class Report:
         if any(t.runs for t in self.throughputs):
             lines += ["", "**Every run**", "", *_runs_table(self.throughputs)]
         if self.freshness:
-            lines += ["", *_freshness_table(self.freshness)]
+            lines += ["", *_freshness_table(self.freshness), "", *_freshness_notes(self.freshness)]
         load = f"load average (1/5/15 min) at start {_load(self.load_start)}"
         if self.load_end:
             load += f", at end {_load(self.load_end)}"
@@ -278,6 +280,30 @@ def _freshness_table(rows: Sequence[Freshness]) -> list[str]:
             _num(f.files_per_hour),
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def _freshness_notes(rows: Sequence[Freshness]) -> list[str]:
+    """Per setting: the p99 of each window of publishing, the loader's batches, the cores."""
+    lines = []
+    for f in rows:
+        parts = []
+        if f.p99_by_window:
+            windows = ", ".join(NONE if v is None else f"{v:.2f}" for v in f.p99_by_window)
+            parts.append(f"p99 by {WINDOW_S:g} s of publishing {windows} s")
+        if f.batches is not None:
+            median = "" if f.batch_median_s is None else f", {f.batch_median_s:.2f} s at the median"
+            parts.append(f"the loader's batches meanwhile {f.batches}{median}")
+        if f.cores:
+            named = sorted(
+                ((k, v) for k, v in f.cores.items() if k != MACHINE), key=lambda kv: -kv[1]
+            )
+            used = ", ".join(f"{k} {v:.2f}" for k, v in named)
+            if MACHINE in f.cores:
+                used += f"; the machine, every process, {f.cores[MACHINE]:.2f}"
+            parts.append(f"cores used meanwhile: {used}")
+        if parts:
+            lines.append(f"- {f.rate:,} msg/s, {f.trigger_s:g} s trigger: " + "; ".join(parts))
     return lines
 
 

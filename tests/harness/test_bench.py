@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import datetime
 import json
+import time
 from pathlib import Path
 
+import psutil
 import pytest
 
+from harness.bench.cores import MACHINE, CoreMeter, tree_cpu_s
 from harness.bench.figures import (
     BASELINE,
     BOUND,
@@ -20,7 +24,7 @@ from harness.bench.figures import (
     Throughput,
     median_run,
 )
-from harness.bench.freshness import latencies, summarize
+from harness.bench.freshness import batch_times, latencies, p99_by_window, summarize
 from harness.bench.options import BenchOptions, as_dict, command_line, parse
 from harness.bench.report import Report
 from harness.bench.stats import median_low, per_hour, rate, ratio
@@ -143,6 +147,48 @@ def test_freshness_figures_from_publish_and_seen_times() -> None:
     assert empty.p99 is None and empty.seen == 0
 
 
+def test_freshness_p99_by_window_batches_and_cores() -> None:
+    sent = [0.0, 5.0, 10.0, 25.0]
+    seen_at = {0: 3.0, 1: 6.0, 3: 26.5}  # message 2 never seen
+    assert p99_by_window(sent, seen_at, 10.0) == (3.0, None, 1.5)
+    figure = summarize(
+        1000, 1.0, 30.0, sent, seen_at, 3, batches=[0.9, 0.5, 0.7], cores={"trino": 0.75}
+    )
+    assert figure.p99_by_window == (3.0, None, 1.5)
+    assert (figure.batches, figure.batch_median_s) == (3, 0.7)
+    assert figure.cores == {"trino": 0.75}
+    unknown = summarize(1000, 1.0, 30.0, sent, seen_at, 3)
+    assert (unknown.batches, unknown.batch_median_s, unknown.cores) == (None, None, {})
+    assert p99_by_window([], {}) == ()
+
+
+def test_batch_times_are_the_loaders_lines_after_the_window_began() -> None:
+    line = (
+        "2026-01-01 00:00:{s:02d},000 INFO icefloe.loader: batch {b}: committed 10 rows, "
+        "0 dead letters in one pass (table state 0.01 s, decode, write and publish 0.50 s, "
+        "total {t} s)"
+    )
+    lines = [(5, 0, "2.00"), (20, 1, "0.60"), (21, 2, "0.40")]
+    log = "\n".join([*(line.format(s=s, b=b, t=t) for s, b, t in lines), "noise"])
+    began = datetime.datetime(2026, 1, 1, 0, 0, 10).timestamp()
+    assert batch_times(log, began) == pytest.approx([0.6, 0.4])
+
+
+def test_a_core_meter_counts_a_process_tree_and_leaves_out_one_that_changed() -> None:
+    own = psutil.Process()
+    meter = CoreMeter({"me": lambda: own, "gone": lambda: None}, own=frozenset({"me"}))
+    meter.start()
+    deadline = time.process_time() + 0.2
+    while time.process_time() < deadline:  # burn 0.2 s of CPU
+        pass
+    cores = meter.cores()
+    assert 0.2 <= cores["me"] <= 1.5
+    assert "gone" not in cores and cores[MACHINE] >= cores["me"] * 0.9
+    with pytest.raises(RuntimeError):
+        CoreMeter({}).cores()
+    assert tree_cpu_s(None) is None
+
+
 def _report() -> Report:
     report = Report(
         command="icefloe bench --rows 1000",
@@ -160,7 +206,23 @@ def _report() -> Report:
         Throughput(KAFKA_CONNECT, "sink", PEER, 1000, 0.2, 0.15, 500, files=4),  # 5k; 10k
     ]
     report.freshness.append(
-        Freshness(1000, 1.0, 60.0, 60_000, 60_000, 1.2, 2.5, 3.25, 4.0, 61, 3660.0)
+        Freshness(
+            1000,
+            1.0,
+            60.0,
+            60_000,
+            60_000,
+            1.2,
+            2.5,
+            3.25,
+            4.0,
+            61,
+            3660.0,
+            p99_by_window=(3.5, None, 1.9),
+            batches=58,
+            batch_median_s=0.82,
+            cores={"loader": 0.9, "trino": 0.75, MACHINE: 1.95},
+        )
     )
     report.notes.append("skipped: cluster")
     return report
@@ -205,6 +267,11 @@ def test_the_markdown_tables_carry_figures_ratios_files_load_commit_and_command(
     # one run each: the headline names them and compares nothing (test_bench_headline.py)
     assert "no comparison: a median needs 3 runs and these had fewer (loader: 1 run;" in text
     assert "| 1,000 msg/s | 1 s | 1.20 s | 2.50 s | 3.25 s | 4.00 s | 60,000 / 60,000 |" in text
+    assert (
+        "- 1,000 msg/s, 1 s trigger: p99 by 10 s of publishing 3.50, -, 1.90 s; "
+        "the loader's batches meanwhile 58, 0.82 s at the median; "
+        "cores used meanwhile: loader 0.90, trino 0.75; the machine, every process, 1.95"
+    ) in text
     assert "at start 1.0/2.0/3.0, at end 4.0/5.0/6.0" in text
     assert "at commit abc1234" in text
     assert "`icefloe bench --rows 1000`" in text

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from harness.bench.cores import MACHINE
 from harness.bench.options import parse
 from harness.bench.run import run
 
@@ -42,6 +43,9 @@ def test_a_small_bench_measures_every_part_and_writes_its_report(
     assert fresh.published == 10_000 and fresh.seen == 10_000
     assert fresh.p50 is not None and fresh.p99 is not None and 0 < fresh.p50 <= fresh.p99
     assert fresh.files > 0
+    assert fresh.p99_by_window and fresh.p99_by_window[0] is not None  # 10 s: one window
+    assert fresh.batches and fresh.batch_median_s is not None and fresh.batch_median_s > 0
+    assert {"loader", "trino", "kafka", MACHINE} <= set(fresh.cores) and fresh.cores["loader"] > 0
     doc = json.loads((folder / "bench.json").read_text())
     raw, engine = figures["raw_consume"].rows_per_s, figures["engine"].rows_per_s
     assert doc["bounds_rows_per_s"] == {"1": {"raw_consume": raw, "engine": engine}}
