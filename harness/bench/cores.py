@@ -69,7 +69,8 @@ class CoreMeter:
         self._machine = 0.0
 
     def _read(self, name: str) -> tuple[int, float] | None:
-        with contextlib.suppress(psutil.Error):
+        # OSError: a container engine's API that did not answer (its errors are OSErrors).
+        with contextlib.suppress(psutil.Error, OSError):
             proc = self.processes[name]()
             cpu = tree_cpu_s(proc, descendants=name not in self.own)
             if proc is not None and cpu is not None:

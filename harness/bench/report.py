@@ -283,6 +283,10 @@ def _freshness_table(rows: Sequence[Freshness]) -> list[str]:
     return lines
 
 
+_CORE_LABELS = {"trino": "trino (answering the bench's polls)"}
+"""How a process is named in the cores used, where its role alone would mislead."""
+
+
 def _freshness_notes(rows: Sequence[Freshness]) -> list[str]:
     """Per setting: the p99 of each window of publishing, the loader's batches, the cores."""
     lines = []
@@ -298,7 +302,7 @@ def _freshness_notes(rows: Sequence[Freshness]) -> list[str]:
             named = sorted(
                 ((k, v) for k, v in f.cores.items() if k != MACHINE), key=lambda kv: -kv[1]
             )
-            used = ", ".join(f"{k} {v:.2f}" for k, v in named)
+            used = ", ".join(f"{_CORE_LABELS.get(k, k)} {v:.2f}" for k, v in named)
             if MACHINE in f.cores:
                 used += f"; the machine, every process, {f.cores[MACHINE]:.2f}"
             parts.append(f"cores used meanwhile: {used}")

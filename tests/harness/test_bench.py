@@ -270,7 +270,8 @@ def test_the_markdown_tables_carry_figures_ratios_files_load_commit_and_command(
     assert (
         "- 1,000 msg/s, 1 s trigger: p99 by 10 s of publishing 3.50, -, 1.90 s; "
         "the loader's batches meanwhile 58, 0.82 s at the median; "
-        "cores used meanwhile: loader 0.90, trino 0.75; the machine, every process, 1.95"
+        "cores used meanwhile: loader 0.90, trino (answering the bench's polls) 0.75; "
+        "the machine, every process, 1.95"
     ) in text
     assert "at start 1.0/2.0/3.0, at end 4.0/5.0/6.0" in text
     assert "at commit abc1234" in text
