@@ -29,16 +29,19 @@ def tree_cpu_s(proc: psutil.Process | None, *, descendants: bool = True) -> floa
     if proc is None:
         return None
     try:
-        procs = [proc, *(proc.children(recursive=True) if descendants else ())]
-        times = proc.cpu_times()
+        total = _cpu_s(proc)
+        children = proc.children(recursive=True) if descendants else []
     except psutil.Error:
         return None
-    total = times.user + times.system
-    for child in procs[1:]:
-        with contextlib.suppress(psutil.Error):
-            t = child.cpu_times()
-            total += t.user + t.system
+    for child in children:
+        with contextlib.suppress(psutil.Error):  # a child that ended meanwhile
+            total += _cpu_s(child)
     return total
+
+
+def _cpu_s(proc: psutil.Process) -> float:
+    times = proc.cpu_times()
+    return times.user + times.system
 
 
 def _machine_busy_s() -> float:
