@@ -17,31 +17,52 @@ from collections.abc import Callable, Mapping
 
 import psutil
 
-__all__ = ["MACHINE", "CoreMeter", "tree_cpu_s"]
+__all__ = ["MACHINE", "CoreMeter", "lifetime_cpu_s", "tree_cpu_s"]
 
 MACHINE = "machine"
 """The key of the machine's own busy time, every process included."""
 
 
-def tree_cpu_s(proc: psutil.Process | None, *, descendants: bool = True) -> float | None:
+def tree_cpu_s(
+    proc: psutil.Process | None, *, descendants: bool = True, reaped: bool = False
+) -> float | None:
     """CPU seconds (user and system) of ``proc`` and, unless told not to, its live descendants;
-    None when ``proc`` is None or gone."""
+    with ``reaped``, also of the children each of them waited for after they ended. None when
+    ``proc`` is None or gone."""
     if proc is None:
         return None
     try:
-        total = _cpu_s(proc)
+        total = _cpu_s(proc, reaped)
         children = proc.children(recursive=True) if descendants else []
     except psutil.Error:
         return None
     for child in children:
         with contextlib.suppress(psutil.Error):  # a child that ended meanwhile
-            total += _cpu_s(child)
+            total += _cpu_s(child, reaped)
     return total
 
 
-def _cpu_s(proc: psutil.Process) -> float:
+def _cpu_s(proc: psutil.Process, reaped: bool) -> float:
     times = proc.cpu_times()
-    return times.user + times.system
+    total = times.user + times.system
+    if reaped:
+        total += getattr(times, "children_user", 0.0) + getattr(times, "children_system", 0.0)
+    return total
+
+
+def lifetime_cpu_s(pid: int | None) -> float | None:
+    """CPU seconds process ``pid`` and its descendants used since they started, those that
+    ended and were waited for included (None: no such process).
+
+    Read just before a system is stopped, this is what it used for a whole run: a loader's
+    Python and its JVM (with Spark's launcher, which ends before the JVM starts), a sink's
+    worker.
+    """
+    if pid is None:
+        return None
+    with contextlib.suppress(psutil.Error):
+        return tree_cpu_s(psutil.Process(pid), reaped=True)
+    return None
 
 
 def _machine_busy_s() -> float:

@@ -41,6 +41,8 @@ class Run:
         started: when it started (ISO 8601, UTC); "" when not recorded.
         load_start: the load average as it started (None: not recorded).
         load_end: the load average as it ended (None: not recorded).
+        cpu_s: CPU seconds its own processes used from its start to every row visible (None:
+            not measured).
     """
 
     seconds: float
@@ -50,6 +52,7 @@ class Run:
     started: str = ""
     load_start: LoadAverage | None = None
     load_end: LoadAverage | None = None
+    cpu_s: float | None = None
 
     @classmethod
     def of(
@@ -68,6 +71,7 @@ class Run:
             started,
             load_start,
             load_end,
+            figure.cpu_s,
         )
 
 
@@ -98,6 +102,10 @@ class Throughput:
             recorded as a run).
         steps: where its time went, for a loader whose log says so (``harness.bench.profile``):
             the steps of this run (of the median run, for a median).
+        cpu_s: CPU seconds its own processes (a loader's Python and JVM, the sink's worker)
+            used from its start to every row visible (``cores.lifetime_cpu_s``; None: not
+            measured); the machine's other processes (Kafka, MinIO, the catalog, Trino) left
+            out.
     """
 
     key: str
@@ -116,11 +124,23 @@ class Throughput:
     jvm: str = ""
     runs: tuple[Run, ...] = ()
     steps: tuple[Step, ...] = ()
+    cpu_s: float | None = None
 
     @property
     def rows_per_s(self) -> float | None:
         """Rows per second from the start."""
         return rate(self.rows, self.seconds)
+
+    @property
+    def cpu_us_per_row(self) -> float | None:
+        """CPU microseconds its own processes used a row: the median over its runs that measured
+        it (None: none did)."""
+        values = [r.cpu_s for r in self.runs if r.cpu_s is not None]
+        if not values and self.cpu_s is not None:
+            values = [self.cpu_s]
+        if not values or self.rows <= 0:
+            return None
+        return median_low(values) / self.rows * 1e6
 
     @property
     def rows_per_s_from_first(self) -> float | None:
@@ -195,6 +215,8 @@ class Freshness:
         cores: cores each process used while it was published to (``harness.bench.cores``):
             the loader, the stack's services (Trino answers the bench's polls), the bench
             itself, and the machine's total.
+        poll_median_s, poll_p99_s: how long Trino took to answer the bench's polls, the median
+            and the p99 (None: no poll); every latency includes one such answer.
     """
 
     rate: int
@@ -212,6 +234,8 @@ class Freshness:
     batches: int | None = None
     batch_median_s: float | None = None
     cores: Mapping[str, float] = field(default_factory=dict)
+    poll_median_s: float | None = None
+    poll_p99_s: float | None = None
 
 
 def shape_name(window_days: float) -> str:

@@ -87,9 +87,11 @@ def batch_times(log: str, since_wall: float) -> list[float]:
 def summarize(
     rate: int, trigger_s: float, seconds: float, sent: list[float], seen_at: dict[int, float],
     files: int, batches: list[float] | None = None, cores: Mapping[str, float] | None = None,
+    answers: list[float] | None = None,
 ) -> Freshness:  # fmt: skip
     """One setting's figures from what was published, what was seen when, the files, and (when
-    known) the loader's batch times and the cores used."""
+    known) the loader's batch times, the cores used and how long Trino took to answer each
+    poll."""
     lat = latencies(sent, seen_at)
     p50, p95, p99, top = (
         (percentile(lat, 50), percentile(lat, 95), percentile(lat, 99), max(lat))
@@ -112,6 +114,8 @@ def summarize(
         batches=None if batches is None else len(batches),
         batch_median_s=median_low(batches) if batches else None,
         cores=dict(cores or {}),
+        poll_median_s=median_low(answers) if answers else None,
+        poll_p99_s=percentile(answers, 99) if answers else None,
     )
 
 
@@ -134,17 +138,23 @@ def publish_numbered(
     out.flush(60)
 
 
-def watch_sequence(stack: Any, table: str, total: int, until: float) -> dict[int, float]:
+def watch_sequence(
+    stack: Any, table: str, total: int, until: float, answers: list[float] | None = None
+) -> dict[int, float]:
     """When each of the sequence numbers 0..total-1 was first visible in ``table`` through Trino.
 
     Polls ``max(integer)`` (one partition keeps the order) until all are seen or ``until``
-    (a ``time.monotonic()`` value) passes.
+    (a ``time.monotonic()`` value) passes. Appends to ``answers``, when given, the seconds each
+    poll took to be answered: a part of every latency measured.
     """
     seen_at: dict[int, float] = {}
     highest = -1
     while highest < total - 1 and time.monotonic() < until:
+        asked = time.monotonic()
         ((top,),) = stack.query(f"SELECT max(integer) FROM {table}")
         now = time.monotonic()
+        if answers is not None:
+            answers.append(now - asked)
         if top is not None and top > highest:
             for seq in range(highest + 1, int(top) + 1):
                 seen_at[seq] = now
@@ -200,14 +210,16 @@ def run_setting(
         began_wall = time.time()
         meter.start()
         thread.start()
-        seen_at = watch_sequence(stack, table, total, time.monotonic() + seconds + DRAIN_S)
+        answers: list[float] = []
+        until = time.monotonic() + seconds + DRAIN_S
+        seen_at = watch_sequence(stack, table, total, until, answers)
         cores = meter.cores()
         thread.join(60)
         files = data_files(stack, table) - files_before
         batches = batch_times(loader.log_tail(LOG_LINES), began_wall)
     finally:
         loader.close()
-    return summarize(rate, trigger_s, seconds, sent, seen_at, files, batches, cores)
+    return summarize(rate, trigger_s, seconds, sent, seen_at, files, batches, cores, answers)
 
 
 def core_meter(stack: Any, loader: Any) -> CoreMeter:

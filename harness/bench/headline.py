@@ -151,6 +151,12 @@ def comparison(figures: Sequence[Throughput], shape: float) -> str | None:
     if loader.files is not None and best.files:
         times = _times(ratio(loader.files, best.files))
         text += f"; data files {loader.files:,} against {best.files:,} ({times})"
+    cpu = ratio(loader.cpu_us_per_row, best.cpu_us_per_row)
+    if cpu is not None:
+        text += (
+            f"; CPU of its own processes {loader.cpu_us_per_row:,.0f} µs a row against "
+            f"{best.cpu_us_per_row:,.0f} ({_times(cpu)})"
+        )
     left_out = [_interval(t) for t in sinks if not has_median(t)]
     if left_out:
         text += f"; not compared, fewer than {MEDIAN_RUNS} runs: {_in_words(left_out)} s"

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.bench.cores import lifetime_cpu_s
 from harness.bench.figures import LOADER, LOADER_LOCAL, Throughput, describe_jvm
 from harness.bench.profile import steps_from_log
 from harness.bench.workload import Visibility, data_files, watch_until_visible
@@ -105,6 +106,7 @@ def run_local(
             return None if loader.is_running() else f"exited:\n{loader.log_tail(20)}"
 
         seen = watch_until_visible(stack, table, rows, started, TIMEOUT_S, alive)
+        cpu_s = lifetime_cpu_s(loader.process.pid)
     finally:
         loader.close()
     ready = started_after(loader)
@@ -121,7 +123,7 @@ def run_local(
     )
     log = loader.process.log_file.read_text(errors="replace")
     steps = steps_from_log(log, started_wall, seen.all_seconds)
-    return dataclasses.replace(figure, jvm=jvm, steps=steps)
+    return dataclasses.replace(figure, jvm=jvm, steps=steps, cpu_s=cpu_s)
 
 
 def driver_jvm(spark: SparkConfig) -> str:

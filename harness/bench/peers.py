@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from harness.bench.cores import lifetime_cpu_s
 from harness.bench.figures import KAFKA_CONNECT, PEER, Throughput, describe_jvm
 from harness.bench.workload import data_files, watch_until_visible
 from harness.loaders.kafka_connect import (
@@ -84,6 +85,7 @@ def run_kafka_connect(
             return None
 
         seen = watch_until_visible(stack, table, rows, sink.started_at, TIMEOUT_S, alive)
+        cpu_s = lifetime_cpu_s(sink.process.pid)
     finally:
         sink.close()
         with contextlib.suppress(Exception):  # a control topic left behind skews no figure
@@ -104,6 +106,7 @@ def run_kafka_connect(
         files=data_files(stack, table),
         commit_interval_s=commit_interval_s,
         jvm=worker_jvm(sink.command()),
+        cpu_s=cpu_s,
     )
 
 
@@ -140,6 +143,8 @@ def run_shipped(
             return None if loader.is_running() else f"it exited:\n{loader.log_tail(20)}"
 
         seen = watch_until_visible(stack, table, rows, started, TIMEOUT_S, alive)
+        process = getattr(loader, "process", None)  # a kind run as a local process has one
+        cpu_s = lifetime_cpu_s(getattr(process, "pid", None))
     finally:
         loader.close()
     observer = kind.observer(target)
@@ -155,4 +160,5 @@ def run_shipped(
         detail=f"{kind.describe()['command']}; commits every {observer.cadence_s:g} s",
         files=data_files(stack, table),
         commit_interval_s=observer.cadence_s,
+        cpu_s=cpu_s,
     )

@@ -238,13 +238,20 @@ def _throughput_table(report: Report, shape: float) -> list[str]:
     return lines
 
 
+def _cpu(cpu_s: float | None, rows: int) -> str:
+    """CPU seconds, and per row: ``61.3 s, 61 µs a row``."""
+    if cpu_s is None or rows <= 0:
+        return NONE
+    return f"{cpu_s:,.1f} s, {cpu_s / rows * 1e6:,.0f} µs a row"
+
+
 def _runs_table(figures: Sequence[Throughput]) -> list[str]:
     """Every run of every figure, by shape and system, with the load average at its start and
     end: what each median was taken from."""
     lines = [
         "| backlog | measured | run | started | all visible after | first visible after "
-        "| data files | load average at start | at end |",
-        "|---|---|--:|---|--:|--:|--:|--:|--:|",
+        "| data files | CPU of its own processes | load average at start | at end |",
+        "|---|---|--:|---|--:|--:|--:|--:|--:|--:|",
     ]
     for t in figures:
         for n, run in enumerate(t.runs, 1):
@@ -257,6 +264,7 @@ def _runs_table(figures: Sequence[Throughput]) -> list[str]:
                 f"{run.seconds:,.1f} s",
                 first,
                 NONE if run.files is None else f"{run.files:,}",
+                _cpu(run.cpu_s, t.rows),
                 _load(run.load_start),
                 _load(run.load_end),
             ]
@@ -288,7 +296,8 @@ _CORE_LABELS = {"trino": "trino (answering the bench's polls)"}
 
 
 def _freshness_notes(rows: Sequence[Freshness]) -> list[str]:
-    """Per setting: the p99 of each window of publishing, the loader's batches, the cores."""
+    """Per setting: the p99 of each window of publishing, the loader's batches, the cores, and
+    how long Trino took to answer the polls."""
     lines = []
     for f in rows:
         parts = []
@@ -306,6 +315,11 @@ def _freshness_notes(rows: Sequence[Freshness]) -> list[str]:
             if MACHINE in f.cores:
                 used += f"; the machine, every process, {f.cores[MACHINE]:.2f}"
             parts.append(f"cores used meanwhile: {used}")
+        if f.poll_median_s is not None and f.poll_p99_s is not None:
+            parts.append(
+                f"Trino answered the polls in {f.poll_median_s:.2f} s at the median, "
+                f"{f.poll_p99_s:.2f} s at p99 (in every latency)"
+            )
         if parts:
             lines.append(f"- {f.rate:,} msg/s, {f.trigger_s:g} s trigger: " + "; ".join(parts))
     return lines

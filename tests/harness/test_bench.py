@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import datetime
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import psutil
 import pytest
 
-from harness.bench.cores import MACHINE, CoreMeter, tree_cpu_s
+from harness.bench.cores import MACHINE, CoreMeter, lifetime_cpu_s, tree_cpu_s
 from harness.bench.figures import (
     BASELINE,
     BOUND,
@@ -29,6 +31,7 @@ from harness.bench.options import BenchOptions, as_dict, command_line, parse
 from harness.bench.report import Report
 from harness.bench.stats import median_low, per_hour, rate, ratio
 from harness.scenarios.checks.checkers import percentile
+from harness.waiting import poll
 
 
 def test_percentile_is_an_observed_value_by_nearest_rank() -> None:
@@ -151,14 +154,15 @@ def test_freshness_p99_by_window_batches_and_cores() -> None:
     sent = [0.0, 5.0, 10.0, 25.0]
     seen_at = {0: 3.0, 1: 6.0, 3: 26.5}  # message 2 never seen
     assert p99_by_window(sent, seen_at, 10.0) == (3.0, None, 1.5)
-    figure = summarize(
-        1000, 1.0, 30.0, sent, seen_at, 3, batches=[0.9, 0.5, 0.7], cores={"trino": 0.75}
-    )
+    answers = [0.3, 0.2, 0.25, 0.9]  # Trino's answer to each poll
+    figure = summarize(1000, 1.0, 30.0, sent, seen_at, 3, [0.9, 0.5, 0.7], {"trino": 0.75}, answers)
     assert figure.p99_by_window == (3.0, None, 1.5)
     assert (figure.batches, figure.batch_median_s) == (3, 0.7)
     assert figure.cores == {"trino": 0.75}
+    assert (figure.poll_median_s, figure.poll_p99_s) == (0.25, 0.9)
     unknown = summarize(1000, 1.0, 30.0, sent, seen_at, 3)
     assert (unknown.batches, unknown.batch_median_s, unknown.cores) == (None, None, {})
+    assert unknown.poll_median_s is None and unknown.poll_p99_s is None
     assert p99_by_window([], {}) == ()
 
 
@@ -187,6 +191,27 @@ def test_a_core_meter_counts_a_process_tree_and_leaves_out_one_that_changed() ->
     with pytest.raises(RuntimeError):
         CoreMeter({}).cores()
     assert tree_cpu_s(None) is None
+
+
+def test_a_runs_cpu_counts_the_children_that_ended_and_were_waited_for() -> None:
+    burn = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass"
+    # A shell that waits for a child burning 0.3 s of CPU, then sleeps: the child is gone by
+    # the reading, as Spark's launcher is before the loader's JVM runs.
+    shell = subprocess.Popen(["sh", "-c", f'"{sys.executable}" -c "{burn}"; sleep 30'])
+
+    def sleeping() -> bool:
+        return [c.name() for c in psutil.Process(shell.pid).children()] == ["sleep"]
+
+    try:
+        assert poll(sleeping, timeout_s=30, every_s=0.05)
+        lifetime = lifetime_cpu_s(shell.pid)
+        live = tree_cpu_s(psutil.Process(shell.pid))
+    finally:
+        shell.kill()
+        shell.wait()
+    assert lifetime is not None and live is not None
+    assert lifetime >= 0.25 > live
+    assert lifetime_cpu_s(None) is None and lifetime_cpu_s(shell.pid) is None
 
 
 def _report() -> Report:
@@ -222,6 +247,8 @@ def _report() -> Report:
             batches=58,
             batch_median_s=0.82,
             cores={"loader": 0.9, "trino": 0.75, MACHINE: 1.95},
+            poll_median_s=0.27,
+            poll_p99_s=0.61,
         )
     )
     report.notes.append("skipped: cluster")
@@ -271,7 +298,8 @@ def test_the_markdown_tables_carry_figures_ratios_files_load_commit_and_command(
         "- 1,000 msg/s, 1 s trigger: p99 by 10 s of publishing 3.50, -, 1.90 s; "
         "the loader's batches meanwhile 58, 0.82 s at the median; "
         "cores used meanwhile: loader 0.90, trino (answering the bench's polls) 0.75; "
-        "the machine, every process, 1.95"
+        "the machine, every process, 1.95; "
+        "Trino answered the polls in 0.27 s at the median, 0.61 s at p99 (in every latency)"
     ) in text
     assert "at start 1.0/2.0/3.0, at end 4.0/5.0/6.0" in text
     assert "at commit abc1234" in text

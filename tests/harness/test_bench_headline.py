@@ -41,8 +41,10 @@ def figure(
     first: float = 10.0,
     first_rows: int = 0,
     files: int = 4,
+    cpu: Sequence[float] | None = None,
 ) -> Throughput:
-    """The median of runs of 1,000 rows that took ``seconds`` each, as `run.py` makes it."""
+    """The median of runs of 1,000 rows that took ``seconds`` each (and ``cpu`` CPU seconds
+    of its processes, when given), as `run.py` makes it."""
     if key == KAFKA_CONNECT:
         label, kind, jvm = f"sink, {interval:g} s commits", PEER, SINK_JVM
     else:
@@ -69,8 +71,10 @@ def figure(
                     f"2026-01-01T00:00:0{n}Z",
                     (1.0, 1.5, 2.0),
                     (float(n), 2.5, 3.0),
+                    None if cpu is None else cpu[n],
                 ),
             ),
+            cpu_s=None if cpu is None else cpu[n],
         )
         for n, s in enumerate(seconds)
     ]
@@ -191,8 +195,27 @@ def test_every_run_is_a_row_with_its_load_averages() -> None:
     assert "**Every run**" in text
     assert (
         "| event times within 1 day | sink, 10 s commits | 3 of 3 | 2026-01-01T00:00:02Z "
-        "| 20.0 s | 10.0 s | 4 | 1.0/1.5/2.0 | 2.0/2.5/3.0 |"
+        "| 20.0 s | 10.0 s | 4 | - | 1.0/1.5/2.0 | 2.0/2.5/3.0 |"
     ) in text
+
+
+def test_the_cpu_of_each_systems_own_processes_is_compared_a_row_when_both_measured_it() -> None:
+    made = report()
+    assert "CPU of its own processes" not in made.to_markdown().split("**Every run**")[0]
+    made.throughputs = [
+        figure(LOADER_LOCAL, (28.0, 29.3, 27.7), files=12, cpu=(61.0, 65.0, 59.0)),
+        *[t for t in sinks() if t.commit_interval_s != 5],
+        figure(KAFKA_CONNECT, [27.0, 28.0, 26.5], interval=5, cpu=(40.0, 41.0, 39.0)),
+    ]
+    text = made.to_markdown()
+    # the median of each system's runs, a row of 1,000
+    assert "; CPU of its own processes 61,000 µs a row against 40,000 (1.52x);" in text
+    assert (
+        "| event times within 1 day | loader | 3 of 3 | 2026-01-01T00:00:02Z | 27.7 s | 10.0 s "
+        "| 12 | 59.0 s, 59,000 µs a row | 1.0/1.5/2.0 | 2.0/2.5/3.0 |"
+    ) in text
+    entry = next(t for t in made.to_json()["throughput"] if t["key"] == LOADER_LOCAL)
+    assert [r["cpu_s"] for r in entry["runs"]] == [61.0, 65.0, 59.0]
 
 
 def test_the_sink_runs_at_each_interval_the_headline_three_times_by_default() -> None:

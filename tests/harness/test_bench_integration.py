@@ -46,6 +46,8 @@ def test_a_small_bench_measures_every_part_and_writes_its_report(
     assert fresh.p99_by_window and fresh.p99_by_window[0] is not None  # 10 s: one window
     assert fresh.batches and fresh.batch_median_s is not None and fresh.batch_median_s > 0
     assert {"loader", "trino", "kafka", MACHINE} <= set(fresh.cores) and fresh.cores["loader"] > 0
+    assert fresh.poll_median_s is not None and fresh.poll_p99_s is not None
+    assert 0 < fresh.poll_median_s <= fresh.poll_p99_s and fresh.poll_median_s < fresh.p50
     doc = json.loads((folder / "bench.json").read_text())
     raw, engine = figures["raw_consume"].rows_per_s, figures["engine"].rows_per_s
     assert doc["bounds_rows_per_s"] == {"1": {"raw_consume": raw, "engine": engine}}
@@ -56,6 +58,11 @@ def test_a_small_bench_measures_every_part_and_writes_its_report(
     assert steps[0].name == "start-up" and steps[-1].name == "to every row visible"
     assert sum(s.rows or 0 for s in steps) == 20_000
     assert "Where the time went: loader, local[2]" in markdown
+    # its Python and its JVM, Spark's launcher included: a JVM's start alone takes seconds
+    loader_cpu = figures["loader_local"].cpu_s
+    assert loader_cpu is not None and loader_cpu > 1.0
+    assert [r.cpu_s for r in figures["loader_local"].runs] == [loader_cpu]
+    assert f"| {loader_cpu:,.1f} s, " in markdown
     assert (folder / "bench.png").stat().st_size > 0
 
 
@@ -86,4 +93,5 @@ def test_the_sink_the_baseline_and_two_shapes_repeated_give_medians_beside_the_l
             assert figure.spread is not None and (figure.files or 0) > 0
     text = report.to_markdown()
     assert "the loader beside the sink at its best commit interval, 10 s (of 10 s" in text
+    assert "; CPU of its own processes " in text  # the sink's worker measured too
     assert report.to_json()["headline"]["shapes"]["30"]["best_sink_interval_s"] == 10
