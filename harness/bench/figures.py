@@ -138,9 +138,7 @@ class Throughput:
         values = [r.cpu_s for r in self.runs if r.cpu_s is not None]
         if not values and self.cpu_s is not None:
             values = [self.cpu_s]
-        if not values or self.rows <= 0:
-            return None
-        return median_low(values) / self.rows * 1e6
+        return us_per_row(median_low(values), self.rows) if values else None
 
     @property
     def rows_per_s_from_first(self) -> float | None:
@@ -172,6 +170,13 @@ class Throughput:
             return None
         values = [r.seconds for r in self.runs]
         return (min(values), max(values))
+
+
+def us_per_row(cpu_s: float | None, rows: int) -> float | None:
+    """CPU seconds spread over ``rows``, in microseconds a row (None: unknown, or no rows)."""
+    if cpu_s is None or rows <= 0:
+        return None
+    return cpu_s / rows * 1e6
 
 
 def median_run(runs: Sequence[Throughput]) -> Throughput:

@@ -26,6 +26,7 @@ from harness.bench.figures import (
     LoadAverage,
     Throughput,
     shape_name,
+    us_per_row,
 )
 from harness.bench.freshness import WINDOW_S
 from harness.bench.profile import profile_lines
@@ -240,9 +241,10 @@ def _throughput_table(report: Report, shape: float) -> list[str]:
 
 def _cpu(cpu_s: float | None, rows: int) -> str:
     """CPU seconds, and per row: ``61.3 s, 61 µs a row``."""
-    if cpu_s is None or rows <= 0:
+    per_row = us_per_row(cpu_s, rows)
+    if cpu_s is None or per_row is None:
         return NONE
-    return f"{cpu_s:,.1f} s, {cpu_s / rows * 1e6:,.0f} µs a row"
+    return f"{cpu_s:,.1f} s, {per_row:,.0f} µs a row"
 
 
 def _runs_table(figures: Sequence[Throughput]) -> list[str]:
