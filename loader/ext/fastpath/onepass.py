@@ -34,7 +34,13 @@ from pyspark.sql import functions as F
 from loader.commit.offsets import Offsets, kafka_ranges, plan_batch, summary_properties
 from loader.commit.sink import Declined, log_gaps, newest, newest_prop
 from loader.decode.frames import PLAIN_COLUMN
-from loader.ext.fastpath.plain import Ineligible, check_available, plain_column, spec
+from loader.ext.fastpath.plain import (
+    Ineligible,
+    check_available,
+    plain_call,
+    plain_column,
+    spec,
+)
 from loader.run.jvmbridge import hadoop_configuration, jvm
 
 if TYPE_CHECKING:
@@ -229,18 +235,19 @@ class SinglePass:
     def __init__(self, records: DataFrame, schema: Schema, options: DecodeOptions) -> None:
         from pyspark.sql import Observation
 
-        column = plain_column(records, schema, options)
+        call = plain_call(records, schema, options)
         # explode(array(...)) evaluates the decoder once per record: with a plain projection
         # Spark's optimizer copies it into the filter below and decodes every record twice.
-        decoded = records.select(F.explode(F.array(column)).alias(PLAIN_COLUMN), "timestamp")
+        # The query is written in SQL: each Column built in Python costs round trips to the JVM.
+        decoded = records.selectExpr(f"explode(array({call})) AS {PLAIN_COLUMN}", "timestamp")
         self._observation = Observation(f"icefloe_batch_{next(_SINGLE_PASS_NAMES)}")
         observed = decoded.observe(
             self._observation,
-            F.count(F.lit(1)).alias("records"),
-            F.count_if(F.col(PLAIN_COLUMN).isNull()).alias("declined"),
-            F.max(F.unix_millis(F.col("timestamp"))).alias("max_timestamp_ms"),
+            F.expr("count(1) AS records"),
+            F.expr(f"count_if({PLAIN_COLUMN} IS NULL) AS declined"),
+            F.expr("max(unix_millis(`timestamp`)) AS max_timestamp_ms"),
         )
-        self.rows: DataFrame = observed.where(F.col(PLAIN_COLUMN).isNotNull()).select(
+        self.rows: DataFrame = observed.where(f"{PLAIN_COLUMN} IS NOT NULL").selectExpr(
             f"{PLAIN_COLUMN}.*"
         )
         """The valid rows, the table's columns in schema order (write them once)."""

@@ -32,7 +32,15 @@ if TYPE_CHECKING:
 
     from loader.config import DecodeOptions
 
-__all__ = ["DECODER_CLASS", "JAR_NAME", "Ineligible", "check_available", "plain_column", "spec"]
+__all__ = [
+    "DECODER_CLASS",
+    "JAR_NAME",
+    "Ineligible",
+    "check_available",
+    "plain_call",
+    "plain_column",
+    "spec",
+]
 
 DECODER_CLASS = "icefloe.loader.PlainDecoder"
 """The UDF class in the loader's jar (``[spark] jars`` or ``spark-submit --jars``)."""
@@ -139,9 +147,6 @@ def check_available(spark: SparkSession) -> None:
 def plain_column(records: DataFrame, schema: Schema, options: DecodeOptions) -> Column:
     """The decoded row of ``records.value`` (a struct of the table's columns), null when not plain.
 
-    The UDF is registered once per schema version on the frame's session (a streaming query
-    runs its batches in a session of its own), under a name derived from the spec.
-
     Args:
         records: the Kafka source columns.
         schema: the table's current Iceberg schema.
@@ -152,6 +157,19 @@ def plain_column(records: DataFrame, schema: Schema, options: DecodeOptions) -> 
     """
     from pyspark.sql import functions as F
 
+    return F.expr(plain_call(records, schema, options))
+
+
+def plain_call(records: DataFrame, schema: Schema, options: DecodeOptions) -> str:
+    """``plain_column`` as Spark SQL, to build a batch's query in as few calls to the JVM as can
+    be (each costs a round trip, and a batch's Python time is mostly those).
+
+    The UDF is registered once per schema version on the frame's session (a streaming query
+    runs its batches in a session of its own), under a name derived from the spec.
+
+    Raises:
+        Ineligible: this schema or these options take the Python path only.
+    """
     from loader.decode.parse import spark_schema
 
     text = spec(schema, options)
@@ -162,7 +180,7 @@ def plain_column(records: DataFrame, schema: Schema, options: DecodeOptions) -> 
             decoder = jvm(records.sparkSession).icefloe.loader.PlainDecoder(text)
             returns = session.parseDataType(spark_schema(schema).json())
             session.udf().register(name, decoder, returns)
-    return F.call_function(name, F.col("value"))
+    return f"{name}(`value`)"
 
 
 _lock = threading.Lock()

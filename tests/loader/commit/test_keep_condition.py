@@ -19,7 +19,7 @@ from loader.run.jvmbridge import jvm
 
 pytestmark = pytest.mark.integration
 
-TOPICS = ("a", "b.c", "d-e")
+TOPICS = ("a", "b.c", "d-e", "q'uote\\d")  # the last no Kafka topic: escaping
 
 offsets: st.SearchStrategy[Offsets] = st.dictionaries(
     st.sampled_from(TOPICS),
