@@ -72,6 +72,9 @@ it to main (set by the loader when it takes a table over)."""
 
 # --- Spark session configuration -----------------------------------------
 
+SPARK_CHECKPOINT_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+"""Session setting: the class that writes a streaming query's checkpoint files."""
+
 SPARK_WAP_ID = "spark.wap.id"
 """Session setting: with ``WAP_ENABLED`` on the table, a write stages its snapshot under
 this id instead of moving main."""
