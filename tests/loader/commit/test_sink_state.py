@@ -22,9 +22,9 @@ from loader.commit.lease import Lease
 from loader.commit.offsets import Committed
 from loader.commit.sink import MAX_ATTEMPTS, BatchSink, Planned
 from loader.commit.table import MainMoved, TableState
-from loader.config import CatalogConfig, KafkaConfig, LoaderConfig, TableId
 from loader.io.metrics import LoaderMetrics
 from loader.io.retry import Patience
+from tests.loader.commit.test_sink_retries import offline_config
 from tests.loader.io.test_retry import Clock
 
 SCHEMA = Schema(NestedField(1, "integer", LongType(), required=False), schema_id=3)
@@ -85,16 +85,9 @@ class NoFilter(Hooks):
 
 
 def sink_with(view: View, monkeypatch: Any) -> tuple[BatchSink, Fast]:
-    config = LoaderConfig(
-        table=TableId.parse("lake.s.t"),
-        kafka=KafkaConfig(bootstrap="127.0.0.1:1", topics=("t",)),
-        catalog=CatalogConfig(uri="http://127.0.0.1:1"),
-        metrics_port=0,
-        loader_id="me",
-    )
     fast = Fast()
     sink = BatchSink(
-        config,
+        offline_config(),
         view,  # type: ignore[arg-type]
         LoaderMetrics("lake.s.t"),
         None,
