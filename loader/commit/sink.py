@@ -2,13 +2,9 @@
 
 For every micro-batch Spark hands over, the sink:
 
-1. reads the table (``TableView.state``): the current schema, the offsets
-   committed by the newest loader snapshot of the lineage, the lease, and the
-   snapshot main points at (the batch is *planned from* it). After a batch it
-   published itself, the catalog's answer to that publish is this state, and
-   no read is made: step 7's requirements refuse a batch planned from it if
-   the table changed meanwhile (main moved, the schema changed), and the
-   batch is planned again from a fresh read;
+1. reads the table afresh (``TableView.state``): the current schema, the
+   offsets committed by the newest loader snapshot of the lineage, the lease,
+   and the snapshot main points at (the batch is *planned from* it);
 2. steps down with ``Fenced`` if the lease is no longer this process's;
 3. filters out, with a Spark filter, the records below the committed offsets
    (a replayed batch, a restart after a kill between the Iceberg commit and the
@@ -30,9 +26,8 @@ For every micro-batch Spark hands over, the sink:
    valid, so the offsets of dead-lettered records are committed too;
 7. publishes it (``TableView.publish``): one catalog commit points main at the
    staged snapshot and renews the lease, accepted only while main still points
-   at the snapshot of step 1 and the schema is still the one of step 1. This
-   is the fence: a loader frozen anywhere in steps 1-7 while another took the
-   table over cannot publish.
+   at the snapshot of step 1. This is the fence: a loader frozen anywhere in
+   steps 1-7 while another took the table over cannot publish.
 
 That is the two-job way: decode-and-summarize, then the write (three jobs when
 some records needed the Python parser). With the fast path on (``jvm_decode``,
@@ -194,12 +189,6 @@ class BatchSink:
         self.batch_started: float | None = None  # time.monotonic() of the batch in progress
         self.query_id: str | None = None
         self.last_state: TableState | None = None
-        self._published: TableState | None = None
-        """The table as this sink's last publish left it (the catalog's answer to that commit):
-        the next batch plans from it instead of reading the table again. Whatever changed the
-        table since in a way the plan depends on (main moved by a take-over or maintenance, the
-        schema changed) fails that batch's publish, and the batch is planned again from a fresh
-        read. Taken by one attempt only: every retry reads the table."""
         self._last_offsets: Offsets | None = None
         self._lock = threading.Lock()
         self.hooks = hooks if hooks is not None else Hooks()
@@ -312,9 +301,7 @@ class BatchSink:
             Fenced: the lease is someone else's.
         """
         started = time.monotonic()
-        state, self._published = self._published, None
-        if state is None:
-            state = self._read_state(f"planning batch {batch_id}")
+        state = self._read_state(f"planning batch {batch_id}")
         self.last_state = state
         self._check_owner(state)
         committed = self._committed(state)
@@ -432,12 +419,11 @@ class BatchSink:
             )
         self.hooks.reached("commit_sent", self.commits)
         try:
-            published = self.view.publish(wap_id, state, self.instance, ttl_ms, properties)
+            self.view.publish(wap_id, state.snapshot_id, self.instance, ttl_ms, properties)
         except (MainMoved, LoaderError):
             raise
         except Exception as exc:
             raise _WriteFailed from exc
-        self._published = published
         self.metrics.commit_seconds.observe(time.monotonic() - started)
 
     def committed_batch(self, next_offsets: Offsets, rows: int) -> None:

@@ -1,19 +1,16 @@
 """The Iceberg table as the loader reads and commits it: schema, offsets, lease, publish.
 
 The driver reads table metadata through pyiceberg on the same REST catalog
-Spark writes through, so every micro-batch starts from the table as the
-catalog last gave it (a read, or its answer to the loader's own last
-publish): the current schema, the snapshot lineage
-(``offsets.table_committed``), the lease (table properties) and the snapshot
-main points at.
+Spark writes through, so every micro-batch starts from a fresh view: the
+current schema, the snapshot lineage (``offsets.table_committed``), the
+lease (table properties) and the snapshot main points at.
 
 Writing rows goes through Spark, which only *stages* a batch's snapshot
 (Iceberg write-audit-publish: the snapshot is added to the table, main does
 not move). The batch becomes visible through ``publish``: one catalog commit
 that points main at the staged snapshot and renews the lease, with the
 requirement that main still points at the snapshot the batch was planned
-from (and that the schema is the one it was decoded with). The catalog checks
-those requirements atomically at commit time, so a
+from. The catalog checks that requirement atomically at commit time, so a
 loader that was frozen while another one took over (the takeover moves main,
 see ``take_over``) can never publish what it planned before: fencing by the
 catalog, not by a read made beforehand.
@@ -46,7 +43,7 @@ from loader.io.retry import CATALOG, KAFKA, STORAGE, Patience, unanswered
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
 
-__all__ = ["MainMoved", "TableState", "TableView", "now_ms", "state_of"]
+__all__ = ["MainMoved", "TableState", "TableView", "now_ms"]
 
 log = logging.getLogger("icefloe.loader")
 
@@ -163,7 +160,42 @@ class TableView:
         Raises:
             InvalidOffsets: the newest loader snapshot has unreadable offsets.
         """
-        return state_of(self.load().metadata)
+        table = self.load()
+        meta = table.metadata
+        current = table.current_snapshot()
+        infos = []
+        if current is not None:
+            others = (s for s in meta.snapshots if s.snapshot_id != current.snapshot_id)
+            ordered = [current, *others]
+            infos = [
+                SnapshotInfo(
+                    s.snapshot_id,
+                    s.parent_snapshot_id,
+                    s.timestamp_ms,
+                    dict(s.summary.additional_properties) if s.summary else {},
+                )
+                for s in ordered
+            ]
+        committed = table_committed(infos, table.properties)
+        summary: Mapping[str, str] = {}
+        if committed.snapshot_id is not None:
+            summary = next(i.summary for i in infos if i.snapshot_id == committed.snapshot_id)
+        newest = [
+            int(ts)
+            for ts in (
+                summary.get(keys.MAX_TIMESTAMP_MS),
+                table.properties.get(keys.TABLE_MAX_TIMESTAMP_MS),
+            )
+            if ts and ts.lstrip("-").isdigit()
+        ]
+        return TableState(
+            schema=table.schema(),
+            committed=committed,
+            lease=lease_from_properties(table.properties),
+            max_timestamp_ms=max(newest, default=None),
+            snapshot_id=current.snapshot_id if current is not None else None,
+            dead_letter_positions=table.properties.get(keys.TABLE_DEAD_LETTER_OFFSETS),
+        )
 
     # -- ownership ---------------------------------------------------------
 
@@ -342,41 +374,30 @@ class TableView:
     def publish(
         self,
         wap_id: str,
-        planned: TableState,
+        planned: int | None,
         instance: str,
         ttl_ms: int,
         properties: Mapping[str, str] | None = None,
-    ) -> TableState | None:
-        """Point main at the batch's staged snapshot, if the table is still as the plan read it.
-
-        The commit requires main to point where it did when the batch was planned (the fence:
-        a take-over and maintenance move main) and the schema the batch was decoded with to be
-        the table's current one (a schema change made since is never published under).
+    ) -> int:
+        """Point main at the batch's staged snapshot, if main is still where the plan read it.
 
         Args:
             wap_id: the id the batch's Spark write staged its snapshot under.
-            planned: the table as the batch was planned from it.
+            planned: the snapshot main pointed at when the batch was planned.
             instance: this process's token (the lease is renewed in the same commit).
             ttl_ms: the lease length from now.
             properties: further table properties set by the same commit.
 
         Returns:
-            The table as the publish left it, from the catalog's answer (the next batch may
-            plan from it without reading the table); None when the answer was lost and the
-            commit was found landed by reading the table.
+            The published snapshot id.
 
         Raises:
-            MainMoved: main moved or the schema changed since the plan (the catalog refused
-                the commit, the snapshot was staged on top of a newer one, or expiry removed
-                it).
+            MainMoved: main moved since the plan (the catalog refused the commit, the
+                snapshot was staged on top of a newer one, or expiry removed it).
         """
         from pyiceberg.exceptions import CommitFailedException
         from pyiceberg.table.refs import SnapshotRefType
-        from pyiceberg.table.update import (
-            AssertCurrentSchemaId,
-            SetPropertiesUpdate,
-            SetSnapshotRefUpdate,
-        )
+        from pyiceberg.table.update import SetPropertiesUpdate, SetSnapshotRefUpdate
 
         table = self.load()
         staged = _staged(table, wap_id)
@@ -384,10 +405,8 @@ class TableView:
             # Snapshot expiry removes a staged snapshot main does not reference; planning
             # again is safe (it reads what the table holds), failing would stop the loader.
             raise MainMoved(f"the snapshot staged under {wap_id!r} is gone (expired?)")
-        if staged.parent_snapshot_id != planned.snapshot_id:
-            raise MainMoved(
-                f"staged on {staged.parent_snapshot_id}, planned from {planned.snapshot_id}"
-            )
+        if staged.parent_snapshot_id != planned:
+            raise MainMoved(f"staged on {staged.parent_snapshot_id}, planned from {planned}")
         update = {
             **(properties or {}),
             **lease_properties(self.config.loader_id, instance, now_ms(), ttl_ms),
@@ -396,14 +415,9 @@ class TableView:
         if offsets is not None:  # outlives the snapshot's expiry (see keys.TABLE_OFFSETS)
             update[keys.TABLE_OFFSETS] = offsets
         try:
-            answer = self.catalog().commit_table(
+            self.catalog().commit_table(
                 table,
-                requirements=(
-                    _main_is(planned.snapshot_id),
-                    AssertCurrentSchemaId(  # type: ignore[call-arg]  # pydantic field aliases
-                        current_schema_id=planned.schema.schema_id
-                    ),
-                ),
+                requirements=(_main_is(planned),),
                 updates=(
                     SetSnapshotRefUpdate(  # type: ignore[call-arg]  # pydantic field aliases
                         ref_name="main", type=SnapshotRefType.BRANCH, snapshot_id=staged.snapshot_id
@@ -423,51 +437,7 @@ class TableView:
                 raise MainMoved(
                     f"the publishing commit's answer was lost ({unanswered(exc)}); it did not land"
                 ) from None
-            return None
-        return state_of(answer.metadata)
-
-
-def state_of(meta: Any) -> TableState:
-    """The ``TableState`` of one version of a table's metadata (pyiceberg ``TableMetadata``).
-
-    Raises:
-        InvalidOffsets: the newest loader snapshot has unreadable offsets.
-    """
-    current = meta.current_snapshot()
-    properties = meta.properties
-    infos = []
-    if current is not None:
-        others = (s for s in meta.snapshots if s.snapshot_id != current.snapshot_id)
-        ordered = [current, *others]
-        infos = [
-            SnapshotInfo(
-                s.snapshot_id,
-                s.parent_snapshot_id,
-                s.timestamp_ms,
-                dict(s.summary.additional_properties) if s.summary else {},
-            )
-            for s in ordered
-        ]
-    committed = table_committed(infos, properties)
-    summary: Mapping[str, str] = {}
-    if committed.snapshot_id is not None:
-        summary = next(i.summary for i in infos if i.snapshot_id == committed.snapshot_id)
-    newest = [
-        int(ts)
-        for ts in (
-            summary.get(keys.MAX_TIMESTAMP_MS),
-            properties.get(keys.TABLE_MAX_TIMESTAMP_MS),
-        )
-        if ts and ts.lstrip("-").isdigit()
-    ]
-    return TableState(
-        schema=meta.schema(),
-        committed=committed,
-        lease=lease_from_properties(properties),
-        max_timestamp_ms=max(newest, default=None),
-        snapshot_id=current.snapshot_id if current is not None else None,
-        dead_letter_positions=properties.get(keys.TABLE_DEAD_LETTER_OFFSETS),
-    )
+        return int(staged.snapshot_id)
 
 
 def _main_id(table: Any) -> int | None:
