@@ -41,17 +41,6 @@ class View:
         return state(self.schema_ids[min(self.reads, len(self.schema_ids)) - 1], self.owner)
 
 
-def offline_config() -> LoaderConfig:
-    """A loader of ``lake.s.t`` whose services are nowhere: the sink's tests use fakes."""
-    return LoaderConfig(
-        table=TableId.parse("lake.s.t"),
-        kafka=KafkaConfig(bootstrap="127.0.0.1:1", topics=("t",)),
-        catalog=CatalogConfig(uri="http://127.0.0.1:1"),
-        metrics_port=0,
-        loader_id="me",
-    )
-
-
 def sink_with(
     view: View,
     outcomes: list[int | None],
@@ -62,7 +51,14 @@ def sink_with(
 
     A failed attempt raises ``failure`` (by default a write refused for extra columns).
     """
-    sink = BatchSink(offline_config(), view, LoaderMetrics("lake.s.t"), None, "i")  # type: ignore[arg-type]
+    config = LoaderConfig(
+        table=TableId.parse("lake.s.t"),
+        kafka=KafkaConfig(bootstrap="127.0.0.1:1", topics=("t",)),
+        catalog=CatalogConfig(uri="http://127.0.0.1:1"),
+        metrics_port=0,
+        loader_id="me",
+    )
+    sink = BatchSink(config, view, LoaderMetrics("lake.s.t"), None, "i")  # type: ignore[arg-type]
     sink.attempts = []  # type: ignore[attr-defined]
 
     def attempt(records: Any, batch_id: int, number: int) -> None:
