@@ -222,6 +222,9 @@ class Freshness:
             itself, and the machine's total.
         poll_median_s, poll_p99_s: how long Trino took to answer the bench's polls, the median
             and the p99 (None: no poll); every latency includes one such answer.
+        committed_p50, committed_p99: publish to main moved to a snapshot holding the message,
+            from the table's own history (``freshness.committed_at``): no poll in it (None:
+            unknown, the history did not hold every message seen).
     """
 
     rate: int
@@ -241,6 +244,8 @@ class Freshness:
     cores: Mapping[str, float] = field(default_factory=dict)
     poll_median_s: float | None = None
     poll_p99_s: float | None = None
+    committed_p50: float | None = None
+    committed_p99: float | None = None
 
 
 def shape_name(window_days: float) -> str:

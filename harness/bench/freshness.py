@@ -8,6 +8,11 @@ order, so every message up to it is visible); a message's latency is the first p
 it minus the moment it was handed to the producer. It includes Trino's query time (about
 0.1-0.3 s) and the polling interval.
 
+Beside it, from what the table itself recorded, with no poll in it: when main moved to the first
+snapshot holding each message (``committed_at``: the table's ``$history``, whose
+``made_current_at`` is the catalog's clock as it built the commit, a few milliseconds before the
+commit landed). The gap between the two is the observer's: how long a poll took to see a commit.
+
 The data files are counted from the table's ``$files`` metadata table before and after, and
 scaled to an hour of the same load.
 
@@ -39,6 +44,7 @@ from harness.bench.workload import (
     BenchSchema,
     create_topic,
     data_files,
+    metadata_table,
     producer,
     reference_values,
     visible,
@@ -58,6 +64,34 @@ DRAIN_S = 60.0
 def latencies(sent: list[float], seen_at: dict[int, float]) -> list[float]:
     """Publish-to-visible seconds of every message seen (``sent[i]``: when ``i`` was published)."""
     return [seen_at[i] - sent[i] for i in sorted(seen_at) if i < len(sent)]
+
+
+def committed_at(stack: Any, table: str) -> dict[int, float]:
+    """When main first pointed at a snapshot holding each sequence number of ``table``
+    (``time.monotonic()`` values), from the table's own history.
+
+    Walks main's snapshots in the order they were made current (``$history``, current
+    ancestors) and asks each, by time travel, for ``max(integer)``: every number up to it is in
+    that snapshot (one partition keeps the order). ``made_current_at`` is the catalog's wall clock;
+    it is put on this process's monotonic clock, the same machine's.
+    """
+    history = stack.query(
+        f"SELECT snapshot_id, made_current_at FROM {metadata_table(table, 'history')} "
+        "WHERE is_current_ancestor ORDER BY made_current_at, snapshot_id"
+    )
+    wall_to_mono = time.monotonic() - time.time()
+    at: dict[int, float] = {}
+    highest = -1
+    for snapshot_id, made_current in history:
+        ((top,),) = stack.query(
+            f"SELECT max(integer) FROM {table} FOR VERSION AS OF {int(snapshot_id)}"
+        )
+        if top is not None and top > highest:
+            moment = made_current.timestamp() + wall_to_mono
+            for seq in range(highest + 1, int(top) + 1):
+                at[seq] = moment
+            highest = int(top)
+    return at
 
 
 def p99_by_window(
@@ -87,12 +121,18 @@ def batch_times(log: str, since_wall: float) -> list[float]:
 def summarize(
     rate: int, trigger_s: float, seconds: float, sent: list[float], seen_at: dict[int, float],
     files: int, batches: list[float] | None = None, cores: Mapping[str, float] | None = None,
-    answers: list[float] | None = None,
+    answers: list[float] | None = None, committed: dict[int, float] | None = None,
 ) -> Freshness:  # fmt: skip
     """One setting's figures from what was published, what was seen when, the files, and (when
-    known) the loader's batch times, the cores used and how long Trino took to answer each
-    poll."""
+    known) the loader's batch times, the cores used, how long Trino took to answer each poll,
+    and when the table's history says each message was committed (``committed_at``).
+
+    The figures from the history are None (unknown) unless it holds every message a poll saw.
+    """
     lat = latencies(sent, seen_at)
+    from_history = (
+        latencies(sent, committed) if committed and set(seen_at) <= set(committed) else []
+    )
     p50, p95, p99, top = (
         (percentile(lat, 50), percentile(lat, 95), percentile(lat, 99), max(lat))
         if lat
@@ -116,6 +156,8 @@ def summarize(
         cores=dict(cores or {}),
         poll_median_s=median_low(answers) if answers else None,
         poll_p99_s=percentile(answers, 99) if answers else None,
+        committed_p50=percentile(from_history, 50) if from_history else None,
+        committed_p99=percentile(from_history, 99) if from_history else None,
     )
 
 
@@ -219,7 +261,10 @@ def run_setting(
         batches = batch_times(loader.log_tail(LOG_LINES), began_wall)
     finally:
         loader.close()
-    return summarize(rate, trigger_s, seconds, sent, seen_at, files, batches, cores, answers)
+    committed = committed_at(stack, table)
+    return summarize(
+        rate, trigger_s, seconds, sent, seen_at, files, batches, cores, answers, committed
+    )
 
 
 def core_meter(stack: Any, loader: Any) -> CoreMeter:

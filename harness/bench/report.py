@@ -322,6 +322,12 @@ def _freshness_notes(rows: Sequence[Freshness]) -> list[str]:
                 f"Trino answered the polls in {f.poll_median_s:.2f} s at the median, "
                 f"{f.poll_p99_s:.2f} s at p99 (in every latency)"
             )
+        if f.committed_p50 is not None and f.committed_p99 is not None:
+            parts.append(
+                "the table's own history, no poll in it: main held a message "
+                f"{f.committed_p50:.2f} s after its publish at the median, "
+                f"{f.committed_p99:.2f} s at p99"
+            )
         if parts:
             lines.append(f"- {f.rate:,} msg/s, {f.trigger_s:g} s trigger: " + "; ".join(parts))
     return lines

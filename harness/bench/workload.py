@@ -98,11 +98,16 @@ def visible(stack: Any, table: str) -> int:
     return int(count)
 
 
+def metadata_table(table: str, kind: str) -> str:
+    """Trino's name for a metadata table of ``table`` (``lake.schema.name``): ``kind`` is
+    ``files``, ``history``, ``snapshots``..."""
+    schema, name = table.split(".", 1)[1].split(".")
+    return f'lake.{schema}."{name}${kind}"'
+
+
 def data_files(stack: Any, table: str) -> int:
     """Data files of ``table``'s current snapshot (its ``$files`` metadata table)."""
-    schema_table = table.split(".", 1)[1]
-    schema, name = schema_table.split(".")
-    ((count,),) = stack.query(f'SELECT count(*) FROM lake.{schema}."{name}$files"')
+    ((count,),) = stack.query(f"SELECT count(*) FROM {metadata_table(table, 'files')}")
     return int(count)
 
 

@@ -26,7 +26,13 @@ from harness.bench.figures import (
     Throughput,
     median_run,
 )
-from harness.bench.freshness import batch_times, latencies, p99_by_window, summarize
+from harness.bench.freshness import (
+    batch_times,
+    committed_at,
+    latencies,
+    p99_by_window,
+    summarize,
+)
 from harness.bench.options import BenchOptions, as_dict, command_line, parse
 from harness.bench.report import Report
 from harness.bench.stats import median_low, per_hour, rate, ratio
@@ -163,7 +169,47 @@ def test_freshness_p99_by_window_batches_and_cores() -> None:
     unknown = summarize(1000, 1.0, 30.0, sent, seen_at, 3)
     assert (unknown.batches, unknown.batch_median_s, unknown.cores) == (None, None, {})
     assert unknown.poll_median_s is None and unknown.poll_p99_s is None
+    assert unknown.committed_p50 is None and unknown.committed_p99 is None
     assert p99_by_window([], {}) == ()
+
+
+def test_freshness_from_the_tables_history_is_unknown_unless_it_holds_every_message_seen() -> None:
+    sent = [0.0, 1.0, 2.0]
+    seen_at = {0: 1.5, 1: 2.5, 2: 3.5}
+    committed = {0: 1.0, 1: 1.2, 2: 2.75}
+    figure = summarize(1000, 1.0, 3.0, sent, seen_at, 1, committed=committed)
+    assert (figure.committed_p50, figure.committed_p99) == (percentile([1.0, 0.2, 0.75], 50), 1.0)
+    missing = summarize(1000, 1.0, 3.0, sent, seen_at, 1, committed={0: 1.0, 1: 1.2})
+    assert missing.committed_p50 is None and missing.committed_p99 is None
+
+
+class _History:
+    """A stack whose Trino answers the table's history and max(integer) at each snapshot."""
+
+    def __init__(self, snapshots: list[tuple[int, datetime.datetime, int | None]]) -> None:
+        self.snapshots = snapshots
+        self.asked: list[str] = []
+
+    def query(self, statement: str) -> list[tuple[object, ...]]:
+        self.asked.append(statement)
+        if '"t$history"' in statement:
+            return [(sid, made) for sid, made, _ in self.snapshots]
+        (top,) = [top for sid, _, top in self.snapshots if statement.endswith(f"OF {sid}")]
+        return [(top,)]
+
+
+def test_committed_at_gives_each_number_the_moment_main_first_held_it() -> None:
+    base = datetime.datetime(2026, 11, 30, 5, 0, 0, tzinfo=datetime.UTC)
+    at = [base + datetime.timedelta(seconds=s) for s in (0, 1.5, 2.25, 3.0)]
+    # the warm-up row (-1) first, then a snapshot that added nothing visible (maintenance)
+    stack = _History([(11, at[0], -1), (12, at[1], 2), (13, at[2], 2), (14, at[3], 4)])
+    got = committed_at(stack, "lake.s.t")
+    assert sorted(got) == [0, 1, 2, 3, 4]
+    assert got[0] == got[1] == got[2] and got[3] == got[4]
+    assert got[3] - got[0] == pytest.approx(1.5, abs=1e-3)  # the history's own spacing
+    assert abs(got[0] - (time.monotonic() - (time.time() - at[1].timestamp()))) < 1.0
+    assert "is_current_ancestor" in stack.asked[0]
+    assert committed_at(_History([]), "lake.s.t") == {}
 
 
 def test_batch_times_are_the_loaders_lines_after_the_window_began() -> None:
@@ -249,6 +295,8 @@ def _report() -> Report:
             cores={"loader": 0.9, "trino": 0.75, MACHINE: 1.95},
             poll_median_s=0.27,
             poll_p99_s=0.61,
+            committed_p50=0.9,
+            committed_p99=1.45,
         )
     )
     report.notes.append("skipped: cluster")
@@ -299,7 +347,9 @@ def test_the_markdown_tables_carry_figures_ratios_files_load_commit_and_command(
         "the loader's batches meanwhile 58, 0.82 s at the median; "
         "cores used meanwhile: loader 0.90, trino (answering the bench's polls) 0.75; "
         "the machine, every process, 1.95; "
-        "Trino answered the polls in 0.27 s at the median, 0.61 s at p99 (in every latency)"
+        "Trino answered the polls in 0.27 s at the median, 0.61 s at p99 (in every latency); "
+        "the table's own history, no poll in it: main held a message 0.90 s after its publish "
+        "at the median, 1.45 s at p99"
     ) in text
     assert "at start 1.0/2.0/3.0, at end 4.0/5.0/6.0" in text
     assert "at commit abc1234" in text

@@ -48,6 +48,9 @@ def test_a_small_bench_measures_every_part_and_writes_its_report(
     assert {"loader", "trino", "kafka", MACHINE} <= set(fresh.cores) and fresh.cores["loader"] > 0
     assert fresh.poll_median_s is not None and fresh.poll_p99_s is not None
     assert 0 < fresh.poll_median_s <= fresh.poll_p99_s and fresh.poll_median_s < fresh.p50
+    # the table's own history: every message committed, each before a poll saw it
+    assert fresh.committed_p50 is not None and fresh.committed_p99 is not None
+    assert 0 < fresh.committed_p50 <= fresh.p50 and fresh.committed_p99 <= fresh.p99
     doc = json.loads((folder / "bench.json").read_text())
     raw, engine = figures["raw_consume"].rows_per_s, figures["engine"].rows_per_s
     assert doc["bounds_rows_per_s"] == {"1": {"raw_consume": raw, "engine": engine}}
