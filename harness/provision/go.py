@@ -116,20 +116,23 @@ def install(layout: Layout, module: str, binary: Path) -> None:
         env.update(GOGC="off", GOMEMLIMIT=str(limit))
     say(f"build {module} with {go} (a few minutes on 2 cores)")
     started = time.monotonic()
-    proc = subprocess.Popen(
+    name = binary.name
+    tail: list[str] = []
+    # As a context: its output pipe is closed when the build ends (an unclosed one is a
+    # ResourceWarning, which the test suite's warning filter makes an error).
+    with subprocess.Popen(
         [str(go), "install", "-v", *BUILD_FLAGS, module],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-    )
-    assert proc.stdout is not None
-    name = binary.name
-    tail: list[str] = []
-    for built, line in enumerate(proc.stdout, start=1):
-        tail = [*tail[-29:], line.rstrip()]
-        if built % 100 == 0:
-            say(f"  {name}: {built} packages, {time.monotonic() - started:.0f} s")
-    if proc.wait() != 0 or not binary.exists():
+    ) as proc:
+        assert proc.stdout is not None
+        for built, line in enumerate(proc.stdout, start=1):
+            tail = [*tail[-29:], line.rstrip()]
+            if built % 100 == 0:
+                say(f"  {name}: {built} packages, {time.monotonic() - started:.0f} s")
+        failed = proc.wait() != 0
+    if failed or not binary.exists():
         raise RuntimeError(f"{module} build failed:\n" + "\n".join(tail))
     say(f"  {name}: built in {time.monotonic() - started:.0f} s")

@@ -59,3 +59,34 @@ def test_an_unreadable_meminfo_leaves_gos_collector_as_it_is(tmp_path: Path) -> 
     assert go.compiler_memory_limit(tmp_path / "missing") is None
     (tmp_path / "odd").write_text("nothing here\n")
     assert go.compiler_memory_limit(tmp_path / "odd") is None
+
+
+def _fake_go(tmp_path: Path, status: int) -> Path:
+    """A `go` that prints 250 package lines, installs an empty command into $GOBIN unless it
+    fails, and exits with ``status``."""
+    script = tmp_path / "go"
+    script.write_text(
+        "#!/bin/sh\n"
+        'i=0; while [ $i -lt 250 ]; do echo "example.com/pkg$i"; i=$((i+1)); done\n'
+        f'[ {status} -eq 0 ] && touch "$GOBIN/server"\n'
+        f"exit {status}\n"
+    )
+    script.chmod(0o755)
+    return script
+
+
+def test_a_go_build_closes_its_output_and_a_failed_one_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The build's output pipe is closed when it ends: left open it is a ResourceWarning, which
+    the suite's warning filter turns into an error in whichever test collects it."""
+    layout = Layout(tmp_path / "cache")
+    binary = tmp_path / "bin" / "server"
+    binary.parent.mkdir()
+    monkeypatch.setattr(go, "toolchain", lambda _layout: _fake_go(tmp_path, 0))
+    go.install(layout, "example.com/cmd/server@v1.0.0", binary)
+    assert binary.exists()
+    binary.unlink()
+    monkeypatch.setattr(go, "toolchain", lambda _layout: _fake_go(tmp_path, 3))
+    with pytest.raises(RuntimeError, match=r"(?s)build failed:.*example.com/pkg249$"):
+        go.install(layout, "example.com/cmd/server@v1.0.0", binary)
