@@ -31,7 +31,7 @@ provision: early-minio venv ## fetch Kafka, MinIO, the REST catalog, Trino, Spar
 	$(BIN)/icefloe provision
 
 early-minio:
-	@$(PYTHON) -m harness.provision.early start || true
+	@$(PYTHON) -m icefloe.harness.provision.early start || true
 
 up: provision ## start the local stack (Kafka, MinIO, REST catalog, Trino)
 	$(BIN)/icefloe up --no-provision
@@ -104,7 +104,7 @@ lint: venv ## ruff, mypy, dead code (vulture), repeated blocks (pylint), workflo
 	$(BIN)/mypy
 	$(BIN)/vulture
 	$(BIN)/pylint --score=no loader publisher harness
-	$(BIN)/python -m harness.provision.actionlint
+	$(BIN)/python -m icefloe.harness.provision.actionlint
 
 format: venv ## format the code
 	$(BIN)/ruff format .

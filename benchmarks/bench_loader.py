@@ -34,17 +34,17 @@ import time
 import uuid
 from typing import Any
 
-from harness.bench.freshness import latencies, publish_numbered, watch_sequence
-from harness.bench.stages import kafka_records
-from harness.bench.workload import create_topic, publish_alternating, reference_values
-from harness.loaders.config import stack_loader_config
-from harness.scenarios.checks.checkers import percentile
-from harness.stack.lakehouse import Stack
-from harness.stack.tables import create_table_sql
-from loader.config import DecodeOptions, LoaderConfig
-from loader.decode.batch import decode_arrow
-from loader.decode.record import RecordDecoder
-from loader.run.job import LoaderJob
+from icefloe.harness.bench.freshness import latencies, publish_numbered, watch_sequence
+from icefloe.harness.bench.stages import kafka_records
+from icefloe.harness.bench.workload import create_topic, publish_alternating, reference_values
+from icefloe.harness.loaders.config import stack_loader_config
+from icefloe.harness.scenarios.checks.checkers import percentile
+from icefloe.harness.stack.lakehouse import Stack
+from icefloe.harness.stack.tables import create_table_sql
+from icefloe.loader.config import DecodeOptions, LoaderConfig
+from icefloe.loader.decode.batch import decode_arrow
+from icefloe.loader.decode.record import RecordDecoder
+from icefloe.loader.run.job import LoaderJob
 
 
 def _config(stack: Stack, table: str, topic: str, **settings: Any) -> LoaderConfig:
@@ -53,7 +53,7 @@ def _config(stack: Stack, table: str, topic: str, **settings: Any) -> LoaderConf
 
 def bench_decode(values: list[bytes]) -> float:
     """Rows/s of ``decode_arrow`` alone on one core."""
-    from publisher.rows import reference_schema
+    from icefloe.publisher.rows import reference_schema
 
     records = kafka_records(values, "t")
     decoder = RecordDecoder(reference_schema(), DecodeOptions())
@@ -147,7 +147,7 @@ def main() -> None:
     print(f"event times within {args.window_days:g} days before now")
     print(f"decode_arrow alone: {bench_decode(values[:50_000]):,.0f} rows/s (one core)")
 
-    from loader.run.spark import session
+    from icefloe.loader.run.spark import session
 
     schema = f"bench_{uuid.uuid4().hex[:6]}"
     stack.query(f"CREATE SCHEMA lake.{schema}")

@@ -22,13 +22,13 @@ from typing import Any
 
 from bench_loader import _config, _topic, _values, publish_alternating
 
-from harness.stack.lakehouse import Stack
-from harness.stack.tables import create_table_sql
-from loader import keys
-from loader.config import DecodeOptions
-from loader.decode.batch import KAFKA_COLUMNS
-from loader.decode.frames import DecodedBatch
-from loader.ext.fastpath.onepass import FastPath
+from icefloe.harness.stack.lakehouse import Stack
+from icefloe.harness.stack.tables import create_table_sql
+from icefloe.loader import keys
+from icefloe.loader.config import DecodeOptions
+from icefloe.loader.decode.batch import KAFKA_COLUMNS
+from icefloe.loader.decode.frames import DecodedBatch
+from icefloe.loader.ext.fastpath.onepass import FastPath
 
 
 def _timed(label: str, run: Callable[[], Any], repeat: int) -> None:
@@ -46,7 +46,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
-    from loader.run.spark import session
+    from icefloe.loader.run.spark import session
 
     stack = Stack()
     schema_name = f"phases_{uuid.uuid4().hex[:6]}"

@@ -15,10 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.provision.go import ENV_NO_SYSTEM_GO
-from harness.provision.jdk import ENV_NO_SYSTEM_JDK
-from harness.provision.layout import Layout
-from harness.provision.steps import provision
+from icefloe.harness.provision.go import ENV_NO_SYSTEM_GO
+from icefloe.harness.provision.jdk import ENV_NO_SYSTEM_JDK
+from icefloe.harness.provision.layout import Layout
+from icefloe.harness.provision.steps import provision
 
 
 def main() -> None:

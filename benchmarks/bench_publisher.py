@@ -13,9 +13,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from publisher.messages import GenerationConfig, generate
-from publisher.producer import Publisher, PublisherConfig
-from publisher.rows import ReferencePools
+from icefloe.publisher.messages import GenerationConfig, generate
+from icefloe.publisher.producer import Publisher, PublisherConfig
+from icefloe.publisher.rows import ReferencePools
 
 
 def bench_generation(count: int, seed: int, malformed: float) -> float:

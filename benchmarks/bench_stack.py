@@ -15,8 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.stack import config
-from harness.stack.lakehouse import Stack
+from icefloe.harness.stack import config
+from icefloe.harness.stack.lakehouse import Stack
 
 
 def main() -> None:

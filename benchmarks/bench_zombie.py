@@ -21,9 +21,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from harness.scenarios.model import SCENARIO_DIR, parse
-from harness.scenarios.runner import RunOptions, run_scenario
-from harness.stack.lakehouse import Stack
+from icefloe.harness.scenarios.model import SCENARIO_DIR, parse
+from icefloe.harness.scenarios.runner import RunOptions, run_scenario
+from icefloe.harness.stack.lakehouse import Stack
 
 
 def trial_doc(

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.stack.keys import TRINO_CATALOG
-from harness.stack.tables import quote
+from icefloe.harness.stack.keys import TRINO_CATALOG
+from icefloe.harness.stack.tables import quote
 
 __all__ = [
     "Footprint",

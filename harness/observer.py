@@ -37,8 +37,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from loader import errors as loader_errors
-from loader import keys as loader_keys
+from icefloe.loader import errors as loader_errors
+from icefloe.loader import keys as loader_keys
 
 __all__ = [
     "CHECKPOINT",

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from harness.stack.keys import TRINO_CATALOG as LAKE
-from harness.stack.tables import create_table_sql
+from icefloe.harness.stack.keys import TRINO_CATALOG as LAKE
+from icefloe.harness.stack.tables import create_table_sql
 
 KEEP_STACK = "ICEFLOE_KEEP_STACK"
 STACK_MARKERS = ("integration", "scenario")
@@ -60,7 +60,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def backend_of(config: pytest.Config) -> str:
     """The session's backend: --backend, else $ICEFLOE_BACKEND, else local."""
-    from harness.stack.backends import ENV_BACKEND
+    from icefloe.harness.stack.backends import ENV_BACKEND
 
     return str(config.getoption("--backend") or os.environ.get(ENV_BACKEND) or "local")
 
@@ -78,8 +78,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def stack(pytestconfig: pytest.Config) -> Iterator[Any]:
     """The stack on the session's backend, started for the session if it was not running."""
-    from harness.stack.backends import make_stack, prepare
-    from harness.stack.config import load as load_config
+    from icefloe.harness.stack.backends import make_stack, prepare
+    from icefloe.harness.stack.config import load as load_config
 
     running = make_stack(load_config(), backend_of(pytestconfig))
     started_here = False
@@ -97,7 +97,7 @@ def toxiproxy_service(stack: Any) -> Iterator[Any]:
     """The stack's Toxiproxy (built on first use), started for the test module if it was not
     running, with its three proxies; stopped after the module only if started here (it starts
     in about half a second, and the other modules see the stack's four services alone)."""
-    from harness.stack.toxiproxy import proxy_specs
+    from icefloe.harness.stack.toxiproxy import proxy_specs
 
     service = getattr(stack, "toxiproxy", None)
     if service is None:

@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.observer import ICEFLOE, Observer
-from harness.scenarios.checks import compare
-from harness.scenarios.checks.compare import DeadLetterVerdict, RowVerdict, compare_rows
-from publisher.ledger import Ledger
-from publisher.producer import DEFAULT_LEDGER_DIR
+from icefloe.harness.observer import ICEFLOE, Observer
+from icefloe.harness.scenarios.checks import compare
+from icefloe.harness.scenarios.checks.compare import DeadLetterVerdict, RowVerdict, compare_rows
+from icefloe.publisher.ledger import Ledger
+from icefloe.publisher.producer import DEFAULT_LEDGER_DIR
 
 __all__ = [
     "DeadLetterVerdict",

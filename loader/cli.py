@@ -2,7 +2,7 @@
 
 ``configure_parser(parser)`` adds the loader's arguments (every non-secret
 setting is a flag, ``--kafka-bootstrap``, with its help line; see
-``loader.config``) and ``run(args)`` executes them; ``python -m loader`` and
+``loader.config``) and ``run(args)`` executes them; ``python -m icefloe.loader`` and
 ``icefloe load`` (the harness's ``harness.cli.load``) use both. Spark is
 imported only when the loader actually runs.
 """
@@ -14,15 +14,15 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
-from loader.config import LoaderConfig, add_flags, from_args
-from loader.errors import (
+from icefloe.loader.config import LoaderConfig, add_flags, from_args
+from icefloe.loader.errors import (
     EXIT_NOT_OWNER,
     EXIT_STALLED,
     CatalogUnavailable,
     ConcurrentLoader,
     LoaderError,
 )
-from loader.settings import Defaults
+from icefloe.loader.settings import Defaults
 
 __all__ = ["build_parser", "configure_parser", "main", "run"]
 
@@ -98,7 +98,7 @@ def run(
     try:
         config = from_args(args, defaults=defaults)
         if args.action == "status":
-            from loader.run.status import format_status, read_status
+            from icefloe.loader.run.status import format_status, read_status
 
             print(format_status(read_status(config)))
             return 0
@@ -107,8 +107,8 @@ def run(
         if args.action == "config":
             print(config.to_toml(), end="")
             return 0
-        from loader.run.job import LoaderJob
-        from loader.run.spark import check_runtime
+        from icefloe.loader.run.job import LoaderJob
+        from icefloe.loader.run.spark import check_runtime
 
         check_runtime(config)
         return LoaderJob(config).run()
@@ -120,14 +120,14 @@ def run(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The stand-alone parser of ``python -m loader``."""
+    """The stand-alone parser of ``python -m icefloe.loader``."""
     return configure_parser(
-        argparse.ArgumentParser(prog="python -m loader", description=__doc__.split("\n")[0])
+        argparse.ArgumentParser(prog="python -m icefloe.loader", description=__doc__.split("\n")[0])
     )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m loader``.
+    """Entry point of ``python -m icefloe.loader``.
 
     Args:
         argv: arguments without the program name (defaults to ``sys.argv[1:]``).

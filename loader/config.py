@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loader import keys, settings
-from loader.decode.parse import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH
-from loader.errors import ConfigError
-from loader.secret import Secret
-from loader.settings import (
+from icefloe.loader import keys, settings
+from icefloe.loader.decode.parse import DEFAULT_MAX_BYTES, DEFAULT_MAX_DEPTH
+from icefloe.loader.errors import ConfigError
+from icefloe.loader.secret import Secret
+from icefloe.loader.settings import (
     BOOLEAN,
     DURATION,
     INTEGER,
@@ -47,7 +47,7 @@ from loader.settings import (
 )
 
 if TYPE_CHECKING:
-    from loader.ext.transforms import CaseFormat, JsonPointer, Projection
+    from icefloe.loader.ext.transforms import CaseFormat, JsonPointer, Projection
 
 __all__ = [
     "CONFIG_ENV",
@@ -474,13 +474,13 @@ CASE_FORMATS = ("lowerCamel", "UpperCamel", "lower_underscore", "UPPER_UNDERSCOR
 
 
 def _case_format(value: Any) -> CaseFormat:
-    from loader.ext.transforms import CaseFormat
+    from icefloe.loader.ext.transforms import CaseFormat
 
     return CaseFormat.parse(value)
 
 
 def _projections(value: Any) -> tuple[Projection, ...]:
-    from loader.ext.transforms import Projection
+    from icefloe.loader.ext.transforms import Projection
 
     return tuple(Projection(c, s) for c, s in MAPPING.parse(value).items())
 
@@ -534,7 +534,7 @@ class Transform:
 
     def __post_init__(self) -> None:
         if self.unnest is not None:
-            from loader.ext.transforms import JsonPointer
+            from icefloe.loader.ext.transforms import JsonPointer
 
             object.__setattr__(self, "unnest_pointer", JsonPointer.parse(self.unnest))
         if (self.case_from is None) != (self.case_to is None):

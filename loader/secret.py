@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from loader.errors import ConfigError
+from icefloe.loader.errors import ConfigError
 
 __all__ = ["REDACTED", "Secret"]
 

@@ -40,8 +40,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from loader.errors import ConfigError
-from loader.secret import Secret
+from icefloe.loader.errors import ConfigError
+from icefloe.loader.secret import Secret
 
 __all__ = [
     "BOOLEAN",

@@ -1,8 +1,8 @@
-"""Standalone entry: ``python -m publisher [options]`` (same options as ``icefloe publish``)."""
+"""Standalone entry: ``python -m icefloe.publisher``, with the options of ``icefloe publish``."""
 
 import sys
 
-from publisher.cli import main
+from icefloe.publisher.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

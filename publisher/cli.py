@@ -1,8 +1,8 @@
-"""Command line: ``icefloe publish ...`` and ``python -m publisher ...``.
+"""Command line: ``icefloe publish ...`` and ``python -m icefloe.publisher ...``.
 
 :func:`add_parser` registers the ``publish`` sub-command on the project's one
 entry point; :func:`run` executes parsed arguments. :func:`main` is the
-standalone form used by ``python -m publisher``.
+standalone form used by ``python -m icefloe.publisher``.
 """
 
 from __future__ import annotations
@@ -18,15 +18,15 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
-from publisher.clock import DEFAULT_ANCHOR, ClockConfig
-from publisher.drift import DriftConfig, ExtraFieldSpec
-from publisher.malformations import DEFAULT_MAX_MESSAGE_BYTES, MALFORMATIONS, resolve_kinds
-from publisher.messages import GenerationConfig, KeySpec, generate
-from publisher.producer import DEFAULT_LEDGER_DIR, Publisher, PublisherConfig, PublishFailed
+from icefloe.publisher.clock import DEFAULT_ANCHOR, ClockConfig
+from icefloe.publisher.drift import DriftConfig, ExtraFieldSpec
+from icefloe.publisher.malformations import DEFAULT_MAX_MESSAGE_BYTES, MALFORMATIONS, resolve_kinds
+from icefloe.publisher.messages import GenerationConfig, KeySpec, generate
+from icefloe.publisher.producer import DEFAULT_LEDGER_DIR, Publisher, PublisherConfig, PublishFailed
 
 #: Environment variable consulted for ``--bootstrap`` when the flag is absent.
 BOOTSTRAP_ENV = "ICEFLOE_BOOTSTRAP"
-#: The broker ``python -m publisher`` talks to when neither names one.
+#: The broker ``python -m icefloe.publisher`` talks to when neither names one.
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 
 
@@ -301,7 +301,7 @@ def generation_config(
     Raises:
         ValueError: For inconsistent options.
     """
-    from publisher.schema_rows import SchemaRowsConfig
+    from icefloe.publisher.schema_rows import SchemaRowsConfig
 
     return GenerationConfig(
         seed=args.seed,
@@ -351,7 +351,7 @@ def _dry_run(generation: GenerationConfig, count: int | None) -> int:
 
 def _check_topic(bootstrap: str, args: argparse.Namespace) -> str | None:
     """None if the topic can take the run (creating it if asked), else what is wrong."""
-    from publisher.topics import TopicMissing, create_topic, require_topic
+    from icefloe.publisher.topics import TopicMissing, create_topic, require_topic
 
     try:
         partitions = require_topic(bootstrap, args.topic)
@@ -448,13 +448,13 @@ def run(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The standalone parser of ``python -m publisher``.
+    """The standalone parser of ``python -m icefloe.publisher``.
 
     Returns:
         A parser with the publisher's options at top level.
     """
     parser = argparse.ArgumentParser(
-        prog="python -m publisher",
+        prog="python -m icefloe.publisher",
         description="Publish seeded JSON rows (valid, malformed, drifted) to Kafka with a ledger.",
     )
     return configure_parser(parser)

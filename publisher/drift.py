@@ -21,7 +21,12 @@ from faker import Faker
 from pyiceberg.schema import Schema
 from pyiceberg.types import IcebergType, ListType, MapType, PrimitiveType, StructType
 
-from publisher.schema_rows import EVENT_ID_FIELD, SchemaRowsConfig, ValueCompiler, string_pool
+from icefloe.publisher.schema_rows import (
+    EVENT_ID_FIELD,
+    SchemaRowsConfig,
+    ValueCompiler,
+    string_pool,
+)
 
 ValueGen = Callable[[random.Random], Any]
 

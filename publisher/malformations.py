@@ -38,7 +38,7 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from publisher.rows import EVENT_ID_FIELD, json_text
+from icefloe.publisher.rows import EVENT_ID_FIELD, json_text
 
 #: Default upper bound the loader enforces on a payload, in bytes (1 MiB).
 DEFAULT_MAX_MESSAGE_BYTES = 1 << 20

@@ -21,17 +21,17 @@ from typing import Any, Literal, NamedTuple
 
 from pyiceberg.schema import Schema
 
-from publisher.clock import ClockConfig, EventClock
-from publisher.drift import DriftConfig, Drifter
-from publisher.malformations import (
+from icefloe.publisher.clock import ClockConfig, EventClock
+from icefloe.publisher.drift import DriftConfig, Drifter
+from icefloe.publisher.malformations import (
     DEFAULT_DEEP_NESTING_DEPTH,
     DEFAULT_MAX_MESSAGE_BYTES,
     Malformation,
     MalformationContext,
     resolve_kinds,
 )
-from publisher.rows import ReferencePools, ReferenceRows, json_text, reference_schema
-from publisher.schema_rows import SchemaRows, SchemaRowsConfig
+from icefloe.publisher.rows import ReferencePools, ReferenceRows, json_text, reference_schema
+from icefloe.publisher.schema_rows import SchemaRows, SchemaRowsConfig
 
 KeyMode = Literal["none", "event_id", "random", "fixed"]
 

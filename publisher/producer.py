@@ -22,8 +22,8 @@ from typing import Any, Protocol, cast
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from publisher.ledger import LedgerWriter
-from publisher.messages import GenerationConfig, Message, generate
+from icefloe.publisher.ledger import LedgerWriter
+from icefloe.publisher.messages import GenerationConfig, Message, generate
 
 #: Where ledgers go unless told otherwise (ignored by git).
 DEFAULT_LEDGER_DIR = Path(".run/ledgers")

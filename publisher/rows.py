@@ -35,7 +35,7 @@ from pyiceberg.types import (
     TimestamptzType,
 )
 
-from publisher.clock import MICROS_PER_DAY, MICROS_PER_SECOND, EventClock
+from icefloe.publisher.clock import MICROS_PER_DAY, MICROS_PER_SECOND, EventClock
 
 #: Locales mixed into string pools so payloads carry multi-byte UTF-8.
 FAKER_LOCALES: tuple[str, ...] = ("en_US", "de_DE", "ja_JP", "pt_BR")

@@ -66,7 +66,7 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from publisher.clock import (
+from icefloe.publisher.clock import (
     MICROS_PER_DAY,
     EventClock,
     format_date,
@@ -74,7 +74,7 @@ from publisher.clock import (
     format_timestamp,
     format_timestamptz,
 )
-from publisher.rows import (
+from icefloe.publisher.rows import (
     EVENT_ID_FIELD,
     FAKER_LOCALES,
     INT_MAX,

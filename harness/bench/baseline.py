@@ -8,8 +8,8 @@ offset commit loads rows twice), it checks no types (``from_pylist`` coerces wha
 no dead-letter topic, no lease, no schema evolution.
 
 `run_baseline` starts it as a subprocess (so its start-up counts as the loader's does, and the
-bench's Trino polling does not share its interpreter); ``python -m harness.bench.baseline`` is
-that subprocess.
+bench's Trino polling does not share its interpreter);
+``python -m icefloe.harness.bench.baseline`` is that subprocess.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harness.bench.figures import BASELINE, Throughput
-from harness.bench.workload import data_files, watch_until_visible
+from icefloe.harness.bench.figures import BASELINE, Throughput
+from icefloe.harness.bench.workload import data_files, watch_until_visible
 
 
 def load(stack: Any, table_name: str, topic: str, rows: int, every_s: float) -> None:
@@ -76,7 +76,15 @@ def run_baseline(
     Raises:
         RuntimeError: it exited before every row was visible, or took over an hour.
     """
-    argv = [sys.executable, "-m", "harness.bench.baseline", "--table", table, "--topic", topic]
+    argv = [
+        sys.executable,
+        "-m",
+        "icefloe.harness.bench.baseline",
+        "--table",
+        table,
+        "--topic",
+        topic,
+    ]
     argv += ["--rows", str(rows), "--every", str(every_s)]
     with log.open("ab") as out:
         started = time.monotonic()
@@ -109,7 +117,7 @@ def run_baseline(
 
 
 def main() -> None:
-    from harness.stack.lakehouse import Stack
+    from icefloe.harness.stack.lakehouse import Stack
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--table", required=True)

@@ -14,8 +14,8 @@ none), no lease or fencing, no offsets in the snapshot summary, no first slice, 
 what the loader takes longer than this is what its guarantees cost.
 
 `run_engine` starts it as a subprocess (so its start-up counts as the loader's does) and times
-it from the process start to every row visible in Trino; ``python -m harness.bench.engine`` is
-that subprocess.
+it from the process start to every row visible in Trino;
+``python -m icefloe.harness.bench.engine`` is that subprocess.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from harness.bench.figures import BOUND, ENGINE, Throughput
-from harness.bench.workload import data_files, watch_until_visible
+from icefloe.harness.bench.figures import BOUND, ENGINE, Throughput
+from icefloe.harness.bench.workload import data_files, watch_until_visible
 
 TIMEOUT_S = 3600
 
@@ -41,11 +41,11 @@ def load(config_file: Path, checkpoint: Path) -> None:
         config_file: a loader configuration (TOML) for the stack, its table and its topic.
         checkpoint: the stream's checkpoint folder (new, empty).
     """
-    from loader.config import load_config
-    from loader.ext.classdata import ClassData
-    from loader.ext.fastpath.plain import plain_column
-    from loader.keys import APPEND_OPTIONS
-    from loader.run.spark import session
+    from icefloe.loader.config import load_config
+    from icefloe.loader.ext.classdata import ClassData
+    from icefloe.loader.ext.fastpath.plain import plain_column
+    from icefloe.loader.keys import APPEND_OPTIONS
+    from icefloe.loader.run.spark import session
 
     config = load_config(config_file, env={})
     class_data = ClassData.plan(config.spark.class_data)
@@ -95,7 +95,7 @@ def _say(what: str) -> None:
 
 def _iceberg_schema(config: Any) -> Any:
     """The table's current schema (pyiceberg), through the loader's catalog settings."""
-    from loader import catalogs
+    from icefloe.loader import catalogs
 
     catalog = catalogs.client(config.table.catalog, config.catalog)
     return catalog.load_table(f"{config.table.namespace}.{config.table.name}").schema()
@@ -109,8 +109,8 @@ def run_engine(
     Raises:
         RuntimeError: it exited before every row was visible, or took over an hour.
     """
-    from harness.loaders.config import secret_key_file, stack_loader_config
-    from loader.secret import Secret
+    from icefloe.harness.loaders.config import secret_key_file, stack_loader_config
+    from icefloe.loader.secret import Secret
 
     # Absolute: the engine runs in its folder, and a relative --out would be read from there.
     folder = folder.resolve()
@@ -125,7 +125,7 @@ def run_engine(
     )
     config_file = folder / "engine.toml"
     config_file.write_text(config.to_toml())
-    argv = [sys.executable, "-m", "harness.bench.engine", "--config", str(config_file)]
+    argv = [sys.executable, "-m", "icefloe.harness.bench.engine", "--config", str(config_file)]
     argv += ["--checkpoint", str(folder / "checkpoint")]
     log = folder / "engine.log"
     with log.open("ab") as out:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from harness.bench.profile import Step
-from harness.bench.stats import median_low, rate
+from icefloe.harness.bench.profile import Step
+from icefloe.harness.bench.stats import median_low, rate
 
 BOUND = "bound"
 BASELINE = "baseline"

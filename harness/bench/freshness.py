@@ -35,12 +35,12 @@ from typing import Any
 
 import psutil
 
-from harness.bench.cores import CoreMeter
-from harness.bench.figures import Freshness
-from harness.bench.loaders import local_loader
-from harness.bench.profile import steps_from_log
-from harness.bench.stats import median_low, per_hour
-from harness.bench.workload import (
+from icefloe.harness.bench.cores import CoreMeter
+from icefloe.harness.bench.figures import Freshness
+from icefloe.harness.bench.loaders import local_loader
+from icefloe.harness.bench.profile import steps_from_log
+from icefloe.harness.bench.stats import median_low, per_hour
+from icefloe.harness.bench.workload import (
     BenchSchema,
     create_topic,
     data_files,
@@ -49,8 +49,8 @@ from harness.bench.workload import (
     reference_values,
     visible,
 )
-from harness.scenarios.checks.checkers import percentile
-from harness.waiting import poll
+from icefloe.harness.scenarios.checks.checkers import percentile
+from icefloe.harness.waiting import poll
 
 POLL_S = 0.1
 WINDOW_S = 10.0

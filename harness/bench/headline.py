@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.bench.figures import KAFKA_CONNECT, LOADER_LOCAL, PEER, Throughput, shape_name
-from harness.bench.stats import MEDIAN_RUNS, ratio
+from icefloe.harness.bench.figures import KAFKA_CONNECT, LOADER_LOCAL, PEER, Throughput, shape_name
+from icefloe.harness.bench.stats import MEDIAN_RUNS, ratio
 
 CAVEAT = (
     "Rows/s once rows appear starts its clock at a system's first visible commit, so it favours "

@@ -19,24 +19,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.bench.cores import lifetime_cpu_s
-from harness.bench.figures import LOADER, LOADER_LOCAL, Throughput, describe_jvm
-from harness.bench.profile import steps_from_log
-from harness.bench.workload import Visibility, data_files, watch_until_visible
-from harness.history import History
-from harness.loaders.cluster import (
+from icefloe.harness.bench.cores import lifetime_cpu_s
+from icefloe.harness.bench.figures import LOADER, LOADER_LOCAL, Throughput, describe_jvm
+from icefloe.harness.bench.profile import steps_from_log
+from icefloe.harness.bench.workload import Visibility, data_files, watch_until_visible
+from icefloe.harness.history import History
+from icefloe.harness.loaders.cluster import (
     Daemon,
     python_children,
     spark_env,
     standalone_cluster,
     submit_argv,
 )
-from harness.loaders.config import secret_key_file, stack_loader_config
-from harness.loaders.icefloe import NO_LIMIT, icefloe_config
-from harness.loaders.process import LoaderProcess
-from harness.provision.jdk import read_jdk
-from loader.config import JVM_COLLECTORS, JVM_COMPILERS, SparkConfig
-from loader.secret import Secret
+from icefloe.harness.loaders.config import secret_key_file, stack_loader_config
+from icefloe.harness.loaders.icefloe import NO_LIMIT, icefloe_config
+from icefloe.harness.loaders.process import LoaderProcess
+from icefloe.harness.provision.jdk import read_jdk
+from icefloe.loader.config import JVM_COLLECTORS, JVM_COMPILERS, SparkConfig
+from icefloe.loader.secret import Secret
 
 TIMEOUT_S = 3600
 WORKERS = 2
@@ -162,7 +162,7 @@ def run_cluster(
         RuntimeError: the loader stopped, or not every row was visible within an hour.
         TimeoutError: the workers did not register.
     """
-    import loader
+    from icefloe import loader
 
     folder.mkdir(parents=True, exist_ok=True)
     config = stack_loader_config(

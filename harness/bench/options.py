@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.bench.stats import MEDIAN_RUNS
-from harness.loaders.kinds import KINDS
-from loader.config import (
+from icefloe.harness.bench.stats import MEDIAN_RUNS
+from icefloe.harness.loaders.kinds import KINDS
+from icefloe.loader.config import (
     DEFAULT_FIRST_SLICE_RECORDS,
     DEFAULT_JIT,
     DEFAULT_MAX_OFFSETS_PER_TRIGGER,

@@ -27,16 +27,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.bench.cores import lifetime_cpu_s
-from harness.bench.figures import KAFKA_CONNECT, PEER, Throughput, describe_jvm
-from harness.bench.workload import data_files, watch_until_visible
-from harness.loaders.kafka_connect import (
+from icefloe.harness.bench.cores import lifetime_cpu_s
+from icefloe.harness.bench.figures import KAFKA_CONNECT, PEER, Throughput, describe_jvm
+from icefloe.harness.bench.workload import data_files, watch_until_visible
+from icefloe.harness.loaders.kafka_connect import (
     DEFAULT_OFFSET_FLUSH_INTERVAL_MS,
     KafkaConnectSettings,
     KafkaConnectSink,
 )
-from harness.provision import versions
-from harness.provision.jdk import read_jdk
+from icefloe.harness.provision import versions
+from icefloe.harness.provision.jdk import read_jdk
 
 TIMEOUT_S = 3600
 TASKS = 2
@@ -45,8 +45,8 @@ TASKS = 2
 
 def sink_provisioned(stack: Any) -> bool:
     """Whether the sink's jars are in the cache (the default bench then measures it)."""
-    from harness.provision.kafka_connect import KafkaConnectJars
-    from harness.provision.layout import Layout
+    from icefloe.harness.provision.kafka_connect import KafkaConnectJars
+    from icefloe.harness.provision.layout import Layout
 
     return KafkaConnectJars.of(Layout(stack.config.cache_dir)).is_provisioned()
 
@@ -128,9 +128,9 @@ def run_shipped(
     Raises:
         RuntimeError: it exited, or not every row was visible within an hour.
     """
-    from harness.history import History
-    from harness.loaders.base import LoaderTarget
-    from harness.loaders.kinds import resolve
+    from icefloe.harness.history import History
+    from icefloe.harness.loaders.base import LoaderTarget
+    from icefloe.harness.loaders.kinds import resolve
 
     kind = resolve(name)
     target = LoaderTarget(f"bench-{uuid.uuid4().hex[:6]}", table, (topic,), None, folder)

@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.bench import headline
-from harness.bench.cores import MACHINE
-from harness.bench.figures import (
+from icefloe.harness.bench import headline
+from icefloe.harness.bench.cores import MACHINE
+from icefloe.harness.bench.figures import (
     BOUND_KEYS,
     ENGINE,
     LOADER,
@@ -28,9 +28,9 @@ from harness.bench.figures import (
     shape_name,
     us_per_row,
 )
-from harness.bench.freshness import WINDOW_S
-from harness.bench.profile import profile_lines
-from harness.bench.stats import ratio
+from icefloe.harness.bench.freshness import WINDOW_S
+from icefloe.harness.bench.profile import profile_lines
+from icefloe.harness.bench.stats import ratio
 
 NONE = "-"  # a figure not measured
 

@@ -26,10 +26,10 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from harness.bench import engine, freshness, loaders, peers, stages
-from harness.bench.baseline import run_baseline
-from harness.bench.figures import LoadAverage, Run, Throughput, median_run
-from harness.bench.options import (
+from icefloe.harness.bench import engine, freshness, loaders, peers, stages
+from icefloe.harness.bench.baseline import run_baseline
+from icefloe.harness.bench.figures import LoadAverage, Run, Throughput, median_run
+from icefloe.harness.bench.options import (
     AUTO,
     BACKLOG_PARTS,
     BASELINE,
@@ -44,9 +44,14 @@ from harness.bench.options import (
     as_dict,
     command_line,
 )
-from harness.bench.report import Report
-from harness.bench.workload import BenchSchema, create_topic, publish_alternating, reference_values
-from harness.console import say
+from icefloe.harness.bench.report import Report
+from icefloe.harness.bench.workload import (
+    BenchSchema,
+    create_topic,
+    publish_alternating,
+    reference_values,
+)
+from icefloe.harness.console import say
 
 PARTITIONS = 2
 

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.bench.figures import BASELINE, BOUND, PARSE_TO_PARQUET, RAW_CONSUME, Throughput
+from icefloe.harness.bench.figures import BASELINE, BOUND, PARSE_TO_PARQUET, RAW_CONSUME, Throughput
 
 CHUNK = 50_000  # messages per decoded Arrow batch (about a task's share of a loader batch)
 
@@ -91,10 +91,10 @@ def parse_to_parquet(values: Sequence[bytes], folder: Path | None = None) -> Thr
     """
     import pyarrow.parquet as pq
 
-    from loader.config import DecodeOptions
-    from loader.decode.batch import REJECT_COLUMN, decode_arrow
-    from loader.decode.record import RecordDecoder
-    from publisher.rows import reference_schema
+    from icefloe.loader.config import DecodeOptions
+    from icefloe.loader.decode.batch import REJECT_COLUMN, decode_arrow
+    from icefloe.loader.decode.record import RecordDecoder
+    from icefloe.publisher.rows import reference_schema
 
     decoder = RecordDecoder(reference_schema(), DecodeOptions())
     chunks = [kafka_records(values[i : i + CHUNK]) for i in range(0, len(values), CHUNK)]
@@ -122,6 +122,6 @@ def parse_to_parquet(values: Sequence[bytes], folder: Path | None = None) -> Thr
         BASELINE,
         rows,
         seconds,
-        detail="loader.decode.batch.decode_arrow + pyarrow.parquet, no Kafka, no catalog",
+        detail="icefloe.loader.decode.batch.decode_arrow + pyarrow.parquet, no Kafka, no catalog",
         files=1,
     )

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
+from icefloe.harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
 
 SEED = 11
 # Polling Trino faster than this only loads the machine the figures are measured on.
@@ -22,8 +22,8 @@ POLL_S = 0.5
 
 def reference_values(count: int, window_days: float, seed: int = SEED) -> list[bytes]:
     """``count`` reference rows as JSON bytes, event times within ``window_days`` before now."""
-    from publisher.clock import ClockConfig
-    from publisher.messages import GenerationConfig, generate
+    from icefloe.publisher.clock import ClockConfig
+    from icefloe.publisher.messages import GenerationConfig, generate
 
     clock = ClockConfig(anchor=dt.datetime.now(dt.UTC), window_days=window_days)
     config = GenerationConfig(seed=seed, clock=clock)

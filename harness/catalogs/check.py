@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.catalogs import drive, kinds, verdicts
-from harness.scenarios.checks.checkers import CheckResult, summarize
-from harness.scenarios.faults.commits import CatalogHttpParams
-from harness.stack import keys
-from harness.stack.catalogproxy import CatalogProxy
+from icefloe.harness.catalogs import drive, kinds, verdicts
+from icefloe.harness.scenarios.checks.checkers import CheckResult, summarize
+from icefloe.harness.scenarios.faults.commits import CatalogHttpParams
+from icefloe.harness.stack import keys
+from icefloe.harness.stack.catalogproxy import CatalogProxy
 
 BREAKS: dict[str, CatalogHttpParams] = {
     # A catalog that acknowledges a commit it drops: a proxy answers three commits in ten as

@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.catalogs.verdicts import (
+from icefloe.harness.catalogs.verdicts import (
     ACKNOWLEDGED,
     KILL9,
     NO_ANSWER,

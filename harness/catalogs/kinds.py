@@ -12,12 +12,12 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from harness.stack.catalog import Catalog
-from harness.stack.config import StackConfig
-from harness.stack.credentials import S3Credentials
-from harness.stack.glue import Glue
-from harness.stack.moto import Moto
-from harness.stack.nessie import Nessie
+from icefloe.harness.stack.catalog import Catalog
+from icefloe.harness.stack.config import StackConfig
+from icefloe.harness.stack.credentials import S3Credentials
+from icefloe.harness.stack.glue import Glue
+from icefloe.harness.stack.moto import Moto
+from icefloe.harness.stack.nessie import Nessie
 
 STATE_DIR = "catalogs-under-test"
 """Where, under the run directory, the catalogs under test keep their state."""

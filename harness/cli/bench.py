@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.console import say
+from icefloe.harness.console import say
 
 
 def _run(args: argparse.Namespace) -> int:
-    from harness.bench.options import from_args
-    from harness.bench.run import run
-    from harness.cli.stack import open_stack
+    from icefloe.harness.bench.options import from_args
+    from icefloe.harness.bench.run import run
+    from icefloe.harness.cli.stack import open_stack
 
     report, folder = run(open_stack(args), from_args(args))
     print()
@@ -26,8 +26,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``bench`` on the entry point's sub-parsers."""
-    from harness.bench import __doc__ as overview
-    from harness.bench.options import add_arguments
+    from icefloe.harness.bench import __doc__ as overview
+    from icefloe.harness.bench.options import add_arguments
 
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "bench",

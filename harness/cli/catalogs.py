@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.console import print_table, say
+from icefloe.harness.console import print_table, say
 
 
 def _cell(check: Any) -> str:
@@ -24,8 +24,8 @@ def _cell(check: Any) -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from harness.catalogs import check, kinds
-    from harness.cli.stack import open_stack
+    from icefloe.harness.catalogs import check, kinds
+    from icefloe.harness.cli.stack import open_stack
 
     stack = open_stack(args)
     if not stack.minio.health():
@@ -60,7 +60,7 @@ def _check(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``catalogs`` and its sub-commands on the entry point's sub-parsers."""
-    from harness.catalogs import check, kinds
+    from icefloe.harness.catalogs import check, kinds
 
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "catalogs", help="check the promises of Iceberg catalogs", description=__doc__

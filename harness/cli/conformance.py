@@ -28,9 +28,9 @@ from typing import Any
 
 from rich.markup import escape
 
-from harness.console import say
-from harness.loaders.kinds import NAMES as LOADER_NAMES
-from loader.config import CATALOG_TYPES
+from icefloe.harness.console import say
+from icefloe.harness.loaders.kinds import NAMES as LOADER_NAMES
+from icefloe.loader.config import CATALOG_TYPES
 
 DEFAULT_LOADERS = ("icefloe", "kafka-connect")
 SEMANTICS = Path(__file__).resolve().parents[2] / "scenarios" / "semantics" / "hostile_inputs.toml"
@@ -121,10 +121,10 @@ def _commit() -> str:
 def read_fates(run_dir: Path) -> list[Any]:
     """What a loader did with each hostile input, from the folder of a run of the semantics
     scenario (its history and ledgers: no service is asked)."""
-    from harness.conformance.semantics import fates
-    from harness.history import History, select
-    from harness.observer import observer_of
-    from harness.scenarios.checks.observe import dead_letters, ledger_entries, phases
+    from icefloe.harness.conformance.semantics import fates
+    from icefloe.harness.history import History, select
+    from icefloe.harness.observer import observer_of
+    from icefloe.harness.scenarios.checks.observe import dead_letters, ledger_entries, phases
 
     history = History.read(run_dir / "history.jsonl").events
     counts: dict[str, int] = {}
@@ -155,7 +155,7 @@ def merge(paths: list[Path], reports: Path) -> Path:
     Returns:
         The merged Markdown report.
     """
-    from harness.conformance import semantics, table
+    from icefloe.harness.conformance import semantics, table
 
     cells: dict[tuple[str, str], table.Cell] = {}
     fates: dict[str, list[Any]] = {}
@@ -203,8 +203,8 @@ def _run(
 ) -> Any:
     """One run of ``scenario`` against loader ``kind``, with the command's reports folder and
     live progress (unless ``--quiet``; each line starts with ``label`` when given)."""
-    from harness.cli.scenario import progress
-    from harness.scenarios.runner import RunOptions, run_scenario
+    from icefloe.harness.cli.scenario import progress
+    from icefloe.harness.scenarios.runner import RunOptions, run_scenario
 
     start: list[float] = []
     options = RunOptions(
@@ -221,8 +221,8 @@ def _cells(
     after the other; return each loader's (cell, result) in the order of ``kinds``."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from harness.conformance import table
-    from harness.scenarios.reports import report
+    from icefloe.harness.conformance import table
+    from icefloe.harness.scenarios.reports import report
 
     def one(kind: Any) -> tuple[Any, Any]:
         result = _run(scenario, stack, kind, args.seed, args, f"{kind.name} " if together else "")
@@ -256,10 +256,10 @@ def reproduce(path: Path, args: argparse.Namespace) -> int:
     Returns:
         0 when every finding was reproduced, else 1.
     """
-    from harness.cli.stack import open_stack
-    from harness.conformance import table
-    from harness.loaders.kinds import resolve
-    from harness.scenarios import model
+    from icefloe.harness.cli.stack import open_stack
+    from icefloe.harness.conformance import table
+    from icefloe.harness.loaders.kinds import resolve
+    from icefloe.harness.scenarios import model
 
     doc = json.loads(path.read_text())
     profile = doc.get("profile", args.profile)
@@ -328,18 +328,18 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.reproduce:
         return reproduce(args.reproduce, args)
-    from harness.cli.scenario import interrupt_on_sigterm
-    from harness.cli.stack import open_stack
-    from harness.conformance import semantics, table
-    from harness.conformance.pairing import must_run_alone
-    from harness.loaders.capabilities import (
+    from icefloe.harness.cli.scenario import interrupt_on_sigterm
+    from icefloe.harness.cli.stack import open_stack
+    from icefloe.harness.conformance import semantics, table
+    from icefloe.harness.conformance.pairing import must_run_alone
+    from icefloe.harness.loaders.capabilities import (
         catalog_limits,
         catalog_needs,
         needs,
         not_applicable,
     )
-    from harness.loaders.kinds import resolve
-    from harness.scenarios import model
+    from icefloe.harness.loaders.kinds import resolve
+    from icefloe.harness.scenarios import model
 
     interrupt_on_sigterm()
     kinds = [resolve(name) for name in (args.loader or DEFAULT_LOADERS)]

@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from harness.cli.stack import add_catalog_option
+from icefloe.harness.cli.stack import add_catalog_option
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -38,9 +38,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Provision (unless told not to), then run the walkthrough on the configured stack."""
-    from harness.cli.stack import prepared_stack
-    from harness.demo.narrator import Narrator, quiet_libraries
-    from harness.demo.story import STEPS, run_story
+    from icefloe.harness.cli.stack import prepared_stack
+    from icefloe.harness.demo.narrator import Narrator, quiet_libraries
+    from icefloe.harness.demo.story import STEPS, run_story
 
     stack = prepared_stack(args)
     work = Path(tempfile.mkdtemp(prefix="icefloe-demo-"))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.console import print_table
-from harness.stack import config as stack_config
+from icefloe.harness.console import print_table
+from icefloe.harness.stack import config as stack_config
 
 
 def add_parser(sub: Any) -> None:
@@ -22,15 +22,15 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.containers.engine import Engine
-    from harness.containers.images import (
+    from icefloe.harness.containers.engine import Engine
+    from icefloe.harness.containers.images import (
         FINGERPRINT_LABEL,
         LOCAL_IMAGES,
         OPTIONAL_IMAGES,
         ImageBuilder,
     )
-    from harness.provision.layout import Layout
-    from harness.provision.steps import provision
+    from icefloe.harness.provision.layout import Layout
+    from icefloe.harness.provision.steps import provision
 
     config = stack_config.load(args.stack_config)
     layout = Layout(config.cache_dir)

@@ -7,7 +7,7 @@ Spark jars and Java home `icefloe provision` fetched. So on the local stack
 
     icefloe load --table lake.demo.events --kafka-topics events
 
-needs no file. `python -m loader` is the same command without that help: there the
+needs no file. `python -m icefloe.loader` is the same command without that help: there the
 configuration (or spark-submit) must name the endpoints and the jars.
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from loader import cli as loader_cli
+from icefloe.loader import cli as loader_cli
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -33,8 +33,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Run the loader with the stack's endpoints and the provisioned Spark runtime filled in."""
-    from harness.cli.stack import open_stack
-    from harness.loaders.config import StackDefaults, with_provisioned_spark
+    from icefloe.harness.cli.stack import open_stack
+    from icefloe.harness.loaders.config import StackDefaults, with_provisioned_spark
 
     stack = open_stack(args)
     cache = stack.config.cache_dir

@@ -15,7 +15,7 @@ import argparse
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.console import print_table, say
+from icefloe.harness.console import print_table, say
 
 _VERBS = {
     "stop": "stop gracefully (the batch in progress finishes)",
@@ -26,7 +26,7 @@ _VERBS = {
 
 
 def _stack(args: argparse.Namespace) -> Any:
-    from harness.cli.stack import open_stack
+    from icefloe.harness.cli.stack import open_stack
 
     return open_stack(args)
 
@@ -55,10 +55,10 @@ def start_flags(
 
 
 def _start(args: argparse.Namespace) -> int:
-    from harness.loaders.background import open_loader, saved_flags
-    from harness.stack.ports import free_port
-    from loader import settings as loader_settings
-    from loader.config import LoaderConfig
+    from icefloe.harness.loaders.background import open_loader, saved_flags
+    from icefloe.harness.stack.ports import free_port
+    from icefloe.loader import settings as loader_settings
+    from icefloe.loader.config import LoaderConfig
 
     stack = _stack(args)
     given = loader_settings.flag_values(LoaderConfig, args)
@@ -87,7 +87,7 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _control(args: argparse.Namespace) -> int:
-    from harness.loaders.background import open_loader
+    from icefloe.harness.loaders.background import open_loader
 
     loader = open_loader(_stack(args), args.name)
     pid = loader.process.pid
@@ -106,7 +106,7 @@ def _control(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from harness.loaders.background import names, open_loader
+    from icefloe.harness.loaders.background import names, open_loader
 
     stack = _stack(args)
     rows = []
@@ -123,7 +123,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _metrics(args: argparse.Namespace) -> int:
-    from harness.loaders.background import open_loader, scrape_metrics
+    from icefloe.harness.loaders.background import open_loader, scrape_metrics
 
     loader = open_loader(_stack(args), args.name)
     port = loader.settings.metrics_port
@@ -141,7 +141,7 @@ def _metrics(args: argparse.Namespace) -> int:
 
 
 def _logs(args: argparse.Namespace) -> int:
-    from harness.loaders.background import open_loader
+    from icefloe.harness.loaders.background import open_loader
 
     print(open_loader(_stack(args), args.name).log_tail(args.lines))
     return 0
@@ -149,9 +149,9 @@ def _logs(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register ``loader`` and its sub-commands on the entry point's sub-parsers."""
-    from harness.loaders.background import DEFAULT_NAME
-    from loader import settings as loader_settings
-    from loader.config import LoaderConfig
+    from icefloe.harness.loaders.background import DEFAULT_NAME
+    from icefloe.loader import settings as loader_settings
+    from icefloe.loader.config import LoaderConfig
 
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "loader",

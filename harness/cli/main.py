@@ -33,7 +33,7 @@ from pathlib import Path
 
 from rich.markup import escape
 
-from harness.cli import (
+from icefloe.harness.cli import (
     bench,
     catalogs,
     conformance,
@@ -50,9 +50,9 @@ from harness.cli import (
     verify,
     workshop,
 )
-from harness.console import say
-from harness.containers import compose
-from harness.stack.backends import BACKENDS
+from icefloe.harness.console import say
+from icefloe.harness.containers import compose
+from icefloe.harness.stack.backends import BACKENDS
 
 
 def build_parser() -> argparse.ArgumentParser:

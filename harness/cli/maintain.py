@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from harness import maintenance
-from harness.console import print_table, say
-from publisher.topics import parse_duration_ms
+from icefloe.harness import maintenance
+from icefloe.harness.console import print_table, say
+from icefloe.publisher.topics import parse_duration_ms
 
 _OPERATIONS = {
     "optimize": "compact small data files (ALTER TABLE ... EXECUTE optimize)",
@@ -84,7 +84,7 @@ def print_result(result: maintenance.MaintenanceResult) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the operation once, or on a schedule until stopped."""
-    from harness.cli.stack import open_stack
+    from icefloe.harness.cli.stack import open_stack
 
     if args.operation == "retention" and args.older_than is None:
         raise ValueError("retention needs --older-than (how much history to keep), e.g. 30d")

@@ -3,8 +3,8 @@
 The flags are the publisher's (`publisher.cli`); what the harness adds is the stack: without
 `--bootstrap` or `$ICEFLOE_BOOTSTRAP`, messages go to the stack this run directory and these
 ports describe, and `--table` without `--catalog-uri` or `--catalog-property` reads its schema
-from the stack's catalog, REST or Glue. `python -m publisher` is the same command without the
-stack.
+from the stack's catalog, REST or Glue. `python -m icefloe.publisher` is the same command
+without the stack.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from publisher import cli as publisher_cli
+from icefloe.publisher import cli as publisher_cli
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -25,7 +25,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Publish to the stack's broker, and read ``--table`` from its catalog, unless the command
     line names others."""
-    from harness.cli.stack import open_stack
+    from icefloe.harness.cli.stack import open_stack
 
     stack = open_stack(args)
     return publisher_cli.run(

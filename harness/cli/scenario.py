@@ -28,9 +28,9 @@ from typing import Any
 
 from rich.markup import escape
 
-from harness.cli.stack import add_catalog_option, healthy_stack, open_stack
-from harness.console import print_table, say
-from harness.loaders.kinds import NAMES as LOADER_NAMES
+from icefloe.harness.cli.stack import add_catalog_option, healthy_stack, open_stack
+from icefloe.harness.console import print_table, say
+from icefloe.harness.loaders.kinds import NAMES as LOADER_NAMES
 
 _QUIET = {"step"}  # step boundaries are implied by the events they cause
 _POLLED = {"duplicates", "commits", "dead_letters"}
@@ -125,7 +125,7 @@ def add_soak_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _world(args: argparse.Namespace) -> Any:
     import tomllib
 
-    from harness.scenarios.generative.generate import WorldOptions
+    from icefloe.harness.scenarios.generative.generate import WorldOptions
 
     loader = {}
     for item in args.loader:
@@ -141,7 +141,7 @@ def _loader_kind(args: argparse.Namespace) -> Any:
     Raises:
         ValueError: more than one kind, or an unknown one.
     """
-    from harness.loaders.kinds import resolve
+    from icefloe.harness.loaders.kinds import resolve
 
     named = getattr(args, "loader_kind", None)
     names = [named] if named else [i for i in getattr(args, "loader", []) if "=" not in i]
@@ -152,9 +152,9 @@ def _loader_kind(args: argparse.Namespace) -> Any:
 
 def run_generate(args: argparse.Namespace) -> int:
     """``scenario generate``: search a profile's schedules; 0 when none failed."""
-    from harness.scenarios.generative.explore import explore
-    from harness.scenarios.generative.generate import PROFILES
-    from harness.scenarios.reports import report
+    from icefloe.harness.scenarios.generative.explore import explore
+    from icefloe.harness.scenarios.generative.generate import PROFILES
+    from icefloe.harness.scenarios.reports import report
 
     if _loader_kind(args) is not None:
         say("[red]error[/] generated schedules drive icefloe's loader only (its fault points)")
@@ -186,8 +186,8 @@ def run_generate(args: argparse.Namespace) -> int:
 
 def run_soak(args: argparse.Namespace) -> int:
     """``soak``: 0 when nothing was lost, duplicated, misrouted or left unhealed."""
-    from harness.scenarios.generative.soak import NotApplicable, soak
-    from harness.scenarios.generative.soakreport import summary, write
+    from icefloe.harness.scenarios.generative.soak import NotApplicable, soak
+    from icefloe.harness.scenarios.generative.soakreport import summary, write
 
     interrupt_on_sigterm()
     start: list[float] = []
@@ -268,7 +268,7 @@ def run(args: argparse.Namespace) -> int:
     Returns:
         0 when every run passed, 1 otherwise, 2 for bad arguments.
     """
-    from harness.scenarios import model as scenarios
+    from icefloe.harness.scenarios import model as scenarios
 
     interrupt_on_sigterm()
     if args.scenario_command == "check":
@@ -308,7 +308,7 @@ def run(args: argparse.Namespace) -> int:
 def _applies(scenario: Any, kind: Any, catalog: Any) -> bool:
     """Whether ``scenario`` applies to loader ``kind`` (icefloe's when ``None``) on the stack's
     ``catalog``; says why not when it does not."""
-    from harness.loaders.capabilities import catalog_limits, needs, not_applicable
+    from icefloe.harness.loaders.capabilities import catalog_limits, needs, not_applicable
 
     missing = catalog_limits(scenario, catalog)
     if kind is not None:
@@ -322,8 +322,8 @@ def _applies(scenario: Any, kind: Any, catalog: Any) -> bool:
 
 def check_runs(run_dirs: list[Path]) -> int:
     """Recompute each run's verdicts from its history and ledgers; 0 when all pass again."""
-    from harness.scenarios.checks.checkers import summarize
-    from harness.scenarios.runner import judge, saved_run
+    from icefloe.harness.scenarios.checks.checkers import summarize
+    from icefloe.harness.scenarios.runner import judge, saved_run
 
     passed = True
     for run_dir in run_dirs:
@@ -349,8 +349,8 @@ def check_runs(run_dirs: list[Path]) -> int:
 
 def run_plan(plan: list[tuple[Any, str | None]], args: argparse.Namespace) -> int:
     """Run (scenario, break) pairs on the stack and write the reports."""
-    from harness.scenarios.reports import report
-    from harness.scenarios.runner import RunOptions, run_scenario
+    from icefloe.harness.scenarios.reports import report
+    from icefloe.harness.scenarios.runner import RunOptions, run_scenario
 
     stack = healthy_stack(args)
     results = []

@@ -12,9 +12,9 @@ from typing import Any
 
 from rich.markup import escape
 
-from harness.console import print_table, say
-from harness.stack import config as stack_config
-from loader.config import CATALOG_TYPES
+from icefloe.harness.console import print_table, say
+from icefloe.harness.stack import config as stack_config
+from icefloe.loader.config import CATALOG_TYPES
 
 CONTROL = ("stop", "start", "kill", "pause", "resume", "restart")
 OPTIONAL_ARTIFACTS = ("toxiproxy",)  # harness.provision.steps.OPTIONAL, without importing it
@@ -24,7 +24,7 @@ SERVICES = ("kafka", "minio", "catalog", "trino", "toxiproxy", "glue")  # the la
 def open_stack(args: argparse.Namespace) -> Any:
     """The stack the command line names (``--stack-config``, ``--catalog``, ``--backend``, the
     environment, the catalog the running stack was brought up with)."""
-    from harness.stack.backends import make_stack
+    from icefloe.harness.stack.backends import make_stack
 
     config = stack_config.load(args.stack_config, catalog=getattr(args, "catalog", None))
     return make_stack(config, getattr(args, "backend", None))
@@ -53,8 +53,8 @@ def add_catalog_option(parser: argparse.ArgumentParser) -> None:
 
 def provision(args: argparse.Namespace) -> int:
     """Fetch every artifact into the cache (idempotent)."""
-    from harness.provision.layout import Layout
-    from harness.provision.steps import provision as run_steps
+    from icefloe.harness.provision.layout import Layout
+    from icefloe.harness.provision.steps import provision as run_steps
 
     run_steps(Layout(stack_config.load(args.stack_config).cache_dir), args.extras)
     return 0
@@ -62,7 +62,7 @@ def provision(args: argparse.Namespace) -> int:
 
 def prepared_stack(args: argparse.Namespace) -> Any:
     """The stack, after provisioning (and, for containers, building images) unless told not to."""
-    from harness.stack.backends import prepare
+    from icefloe.harness.stack.backends import prepare
 
     running = open_stack(args)
     if not args.no_provision:
@@ -83,7 +83,7 @@ def _down(args: argparse.Namespace) -> int:
         return 0
     stack = open_stack(args)
     stack.down()
-    from harness.catalogs.kinds import left_running
+    from icefloe.harness.catalogs.kinds import left_running
 
     for service in left_running(stack.config, stack.credentials):  # a check cut short
         service.stop()
@@ -114,7 +114,7 @@ def _logs(args: argparse.Namespace) -> int:
 def _sql(args: argparse.Namespace) -> int:
     from trino.exceptions import TrinoQueryError
 
-    from harness.stack.sql import run_and_print
+    from icefloe.harness.stack.sql import run_and_print
 
     text = sys.stdin.read() if args.statement == "-" else args.statement
     try:

@@ -11,17 +11,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.console import print_table, say
+from icefloe.harness.console import print_table, say
 
 
 def _stack(args: argparse.Namespace) -> Any:
-    from harness.cli.stack import open_stack
+    from icefloe.harness.cli.stack import open_stack
 
     return open_stack(args)
 
 
 def _create(args: argparse.Namespace) -> int:
-    from harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
+    from icefloe.harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
 
     stack = _stack(args)
     catalog, schema, _name = _parts(args.table)
@@ -46,7 +46,7 @@ def _drop(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from harness.maintenance import footprint
+    from icefloe.harness.maintenance import footprint
 
     stack = _stack(args)
     catalog, schema, name = _parts(args.table)

@@ -12,12 +12,12 @@ from typing import Any
 
 from rich.markup import escape
 
-from harness.console import out, print_table, say
-from publisher import topics
+from icefloe.harness.console import out, print_table, say
+from icefloe.publisher import topics
 
 
 def _bootstrap(args: argparse.Namespace) -> str:
-    from harness.cli.stack import open_stack
+    from icefloe.harness.cli.stack import open_stack
 
     return str(args.bootstrap or open_stack(args).bootstrap_servers)
 

@@ -14,10 +14,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness import verify
-from harness.console import print_table, say, shared_prefix
-from harness.waiting import poll
-from publisher.producer import DEFAULT_LEDGER_DIR
+from icefloe.harness import verify
+from icefloe.harness.console import print_table, say, shared_prefix
+from icefloe.harness.waiting import poll
+from icefloe.publisher.producer import DEFAULT_LEDGER_DIR
 
 
 def _examples(ids: tuple[Any, ...], limit: int = 3) -> str:
@@ -30,7 +30,7 @@ def _examples(ids: tuple[Any, ...], limit: int = 3) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Compare, wait if asked, print the verdict."""
-    from harness.cli.stack import open_stack
+    from icefloe.harness.cli.stack import open_stack
 
     stack = open_stack(args)
     every = verify.ledger_files(args.topic, args.ledger_dir)

@@ -13,13 +13,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.console import say
-from harness.workshop import MODULES
+from icefloe.harness.console import say
+from icefloe.harness.workshop import MODULES
 
 
 def _check(args: argparse.Namespace) -> int:
-    from harness.cli.stack import open_stack
-    from harness.workshop.checks import CHECKS, Workbench, run_check
+    from icefloe.harness.cli.stack import open_stack
+    from icefloe.harness.workshop.checks import CHECKS, Workbench, run_check
 
     title = CHECKS[args.module][0]
     findings = run_check(args.module, Workbench(open_stack(args)))
@@ -38,8 +38,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _reset(args: argparse.Namespace) -> int:
-    from harness.cli.stack import open_stack
-    from harness.workshop.reset import reset
+    from icefloe.harness.cli.stack import open_stack
+    from icefloe.harness.workshop.reset import reset
 
     for line in reset(open_stack(args)):
         say(line)
@@ -48,7 +48,7 @@ def _reset(args: argparse.Namespace) -> int:
 
 
 def _pictures(args: argparse.Namespace) -> int:
-    from harness.workshop.pictures import draw_all
+    from icefloe.harness.workshop.pictures import draw_all
 
     for path in draw_all(args.data, args.out):
         say(f"wrote {path}")

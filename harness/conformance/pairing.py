@@ -29,7 +29,7 @@ def must_run_alone(scenario: Any) -> str | None:
     Args:
         scenario: A ``harness.scenarios.model.Scenario``.
     """
-    from harness.scenarios.faults import FAULTS
+    from icefloe.harness.scenarios.faults import FAULTS
 
     for step in scenario.steps:
         if step.only_in_break is not None:

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.observer import NO_ID, Letter
+from icefloe.harness.observer import NO_ID, Letter
 
 __all__ = ["SENT", "Fate", "fates", "markdown"]
 

@@ -23,22 +23,22 @@ from typing import Any
 
 import psutil
 
-from harness.console import say
-from harness.containers.engine import Engine
-from harness.containers.images import LOCAL_IMAGES, OPTIONAL_IMAGES
-from harness.containers.settings import ContainerSpec, container_specs
-from harness.stack.catalog import Catalog
-from harness.stack.config import StackConfig
-from harness.stack.config import load as load_config
-from harness.stack.credentials import S3Credentials, load_or_create
-from harness.stack.glue import Glue
-from harness.stack.kafka import Kafka
-from harness.stack.lakehouse import Stack
-from harness.stack.minio import Minio
-from harness.stack.readiness import Readiness, ServiceStartTimeout, wait_ready
-from harness.stack.service import LocalService
-from harness.stack.trino import Trino
-from harness.waiting import poll
+from icefloe.harness.console import say
+from icefloe.harness.containers.engine import Engine
+from icefloe.harness.containers.images import LOCAL_IMAGES, OPTIONAL_IMAGES
+from icefloe.harness.containers.settings import ContainerSpec, container_specs
+from icefloe.harness.stack.catalog import Catalog
+from icefloe.harness.stack.config import StackConfig
+from icefloe.harness.stack.config import load as load_config
+from icefloe.harness.stack.credentials import S3Credentials, load_or_create
+from icefloe.harness.stack.glue import Glue
+from icefloe.harness.stack.kafka import Kafka
+from icefloe.harness.stack.lakehouse import Stack
+from icefloe.harness.stack.minio import Minio
+from icefloe.harness.stack.readiness import Readiness, ServiceStartTimeout, wait_ready
+from icefloe.harness.stack.service import LocalService
+from icefloe.harness.stack.trino import Trino
+from icefloe.harness.waiting import poll
 
 BACKEND_FILE = "backend"
 SETTINGS_LABEL = "io.icefloe.settings"  # in the run directory: which backend started the stack

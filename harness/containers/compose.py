@@ -26,10 +26,10 @@ from typing import Any
 
 import yaml
 
-from harness.console import say
-from harness.containers.engine import REPO, Engine
-from harness.containers.images import LOCAL_IMAGES, OPTIONAL_IMAGES
-from harness.containers.settings import (
+from icefloe.harness.console import say
+from icefloe.harness.containers.engine import REPO, Engine
+from icefloe.harness.containers.images import LOCAL_IMAGES, OPTIONAL_IMAGES
+from icefloe.harness.containers.settings import (
     SERVICES,
     ContainerSpec,
     container_specs,
@@ -37,10 +37,10 @@ from harness.containers.settings import (
     placeholder_credentials,
     services,
 )
-from harness.stack import config as stack_config
-from harness.stack import keys
-from harness.stack.config import CATALOG_RECORD, ENV_PREFIX, StackConfig
-from harness.stack.glue import Glue
+from icefloe.harness.stack import config as stack_config
+from icefloe.harness.stack import keys
+from icefloe.harness.stack.config import CATALOG_RECORD, ENV_PREFIX, StackConfig
+from icefloe.harness.stack.glue import Glue
 
 COMPOSE_FILE = "docker-compose.yml"
 LOCAL_OVERRIDE = "docker-compose.local.yml"
@@ -191,7 +191,7 @@ def compose_client() -> list[str]:
 
 def compose_environment(config: StackConfig, engine: Engine, project: str) -> dict[str, str]:
     """The compose client's environment: engine, project, ports, run directory, credentials."""
-    from harness.stack.credentials import load_or_create
+    from icefloe.harness.stack.credentials import load_or_create
 
     credentials = load_or_create(config.run_dir)
     env = dict(os.environ)
@@ -208,7 +208,7 @@ def compose_environment(config: StackConfig, engine: Engine, project: str) -> di
 
 def run_compose(config: StackConfig, *args: str, official: bool = False) -> None:
     """Run the compose client on the generated files (local images unless `official`)."""
-    from harness.containers.backend import project_name
+    from icefloe.harness.containers.backend import project_name
 
     engine = Engine(config.run_dir)
     engine.ensure_running()
@@ -252,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     config = stack_config.load(args.stack_config)
     if args.compose_command == "up":
-        from harness.stack.backends import make_stack, prepare
+        from icefloe.harness.stack.backends import make_stack, prepare
 
         stack = make_stack(config, "containers")
         if not args.no_build:

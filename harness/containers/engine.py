@@ -17,8 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.console import say
-from harness.stack.process import ManagedProcess
+from icefloe.harness.console import say
+from icefloe.harness.stack.process import ManagedProcess
 
 REPO = Path(__file__).resolve().parents[2]
 CONTAINERS_DIR = REPO / "containers"

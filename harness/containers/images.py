@@ -26,11 +26,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.console import say
-from harness.containers.engine import CONTAINERS_DIR, Engine
-from harness.provision import jdk, pyvenv, versions
-from harness.provision.layout import Layout
-from harness.stack.kafka import _LOG4J2 as KAFKA_LOG4J2
+from icefloe.harness.console import say
+from icefloe.harness.containers.engine import CONTAINERS_DIR, Engine
+from icefloe.harness.provision import jdk, pyvenv, versions
+from icefloe.harness.provision.layout import Layout
+from icefloe.harness.stack.kafka import _LOG4J2 as KAFKA_LOG4J2
 
 FINGERPRINT_LABEL = "io.icefloe.fingerprint"
 _REGISTRY = "localhost/icefloe"

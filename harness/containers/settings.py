@@ -20,19 +20,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from harness.containers.images import GLUE_IMAGE
-from harness.provision import versions
-from harness.stack import catalog as catalog_module
-from harness.stack import kafka as kafka_module
-from harness.stack import keys
-from harness.stack.catalog import Catalog
-from harness.stack.config import StackConfig
-from harness.stack.credentials import S3Credentials
-from harness.stack.glue import Glue
-from harness.stack.kafka import Kafka
-from harness.stack.minio import Minio
-from harness.stack.trino import LOG_LEVELS, Trino
-from loader.secret import Secret
+from icefloe.harness.containers.images import GLUE_IMAGE
+from icefloe.harness.provision import versions
+from icefloe.harness.stack import catalog as catalog_module
+from icefloe.harness.stack import kafka as kafka_module
+from icefloe.harness.stack import keys
+from icefloe.harness.stack.catalog import Catalog
+from icefloe.harness.stack.config import StackConfig
+from icefloe.harness.stack.credentials import S3Credentials
+from icefloe.harness.stack.glue import Glue
+from icefloe.harness.stack.kafka import Kafka
+from icefloe.harness.stack.minio import Minio
+from icefloe.harness.stack.trino import LOG_LEVELS, Trino
+from icefloe.loader.secret import Secret
 
 STATE_ROOT = PurePosixPath("/var/lib/icefloe")  # each service's state: STATE_ROOT/<service>
 TRINO_ETC = PurePosixPath("/etc/trino")

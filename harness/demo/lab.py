@@ -16,18 +16,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import maintenance, verify
-from harness.history import History
-from harness.loaders.background import scrape_metrics
-from harness.loaders.base import TestHooks
-from harness.loaders.icefloe import icefloe_config
-from harness.loaders.process import LoaderProcess
-from harness.stack.ports import free_port
-from harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
-from loader.io.deadletter import DEAD_LETTER_MAX_BYTES
-from publisher import topics
-from publisher.ledger import Ledger
-from publisher.producer import PublishResult
+from icefloe.harness import maintenance, verify
+from icefloe.harness.history import History
+from icefloe.harness.loaders.background import scrape_metrics
+from icefloe.harness.loaders.base import TestHooks
+from icefloe.harness.loaders.icefloe import icefloe_config
+from icefloe.harness.loaders.process import LoaderProcess
+from icefloe.harness.stack.ports import free_port
+from icefloe.harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
+from icefloe.loader.io.deadletter import DEAD_LETTER_MAX_BYTES
+from icefloe.publisher import topics
+from icefloe.publisher.ledger import Ledger
+from icefloe.publisher.producer import PublishResult
 
 DEMO_TRIGGER_S = 2.0
 """The demo's batches, shorter than the loader's default (5 s): an audience watches rows arrive
@@ -165,10 +165,10 @@ class Lab:
             malformed_fraction: share of malformed messages, of every kind.
             extra_fields: name -> generator of fields added to every row (e.g. ``const:"eu"``).
         """
-        from publisher.clock import ClockConfig
-        from publisher.drift import DriftConfig, ExtraFieldSpec
-        from publisher.messages import GenerationConfig
-        from publisher.producer import Publisher, PublisherConfig
+        from icefloe.publisher.clock import ClockConfig
+        from icefloe.publisher.drift import DriftConfig, ExtraFieldSpec
+        from icefloe.publisher.messages import GenerationConfig
+        from icefloe.publisher.producer import Publisher, PublisherConfig
 
         specs = tuple(ExtraFieldSpec.parse(f"{k}={v}") for k, v in (extra_fields or {}).items())
         generation = GenerationConfig(
@@ -209,7 +209,7 @@ class Lab:
 
     def lease_expires(self) -> float:
         """When the table's loader lease runs out (epoch seconds; 0 when there is none)."""
-        from loader.commit.lease import lease_from_properties
+        from icefloe.loader.commit.lease import lease_from_properties
 
         name = self.table.split(".", 1)[1]
         lease = lease_from_properties(self.stack.pyiceberg_catalog().load_table(name).properties)

@@ -26,7 +26,7 @@ from rich.rule import Rule
 from rich.syntax import Syntax
 from rich.table import Table
 
-from harness.console import shared_prefix
+from icefloe.harness.console import shared_prefix
 
 __all__ = ["Narrator", "WaitTimeout", "quiet_libraries"]
 

@@ -20,11 +20,11 @@ from typing import Any
 
 from rich.markup import escape
 
-from harness import maintenance
-from harness.demo.lab import DEMO_TRIGGER_S, Lab, record
-from harness.demo.narrator import Narrator
-from harness.loaders.base import TestHooks
-from loader import keys
+from icefloe.harness import maintenance
+from icefloe.harness.demo.lab import DEMO_TRIGGER_S, Lab, record
+from icefloe.harness.demo.narrator import Narrator
+from icefloe.harness.loaders.base import TestHooks
+from icefloe.loader import keys
 
 TABLE = "lake.demo.events"
 TOPIC = "demo.events"

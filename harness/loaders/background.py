@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.history import History
-from harness.loaders.icefloe import icefloe_config
-from harness.loaders.process import LoaderProcess
-from loader.config import LoaderConfig
-from loader.settings import STRINGS
+from icefloe.harness.history import History
+from icefloe.harness.loaders.icefloe import icefloe_config
+from icefloe.harness.loaders.process import LoaderProcess
+from icefloe.loader.config import LoaderConfig
+from icefloe.loader.settings import STRINGS
 
 DEFAULT_NAME = "loader"
 _FLAGS_FILE = "flags.json"

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from harness.observer import Observer
+from icefloe.harness.observer import Observer
 
 __all__ = [
     "KINDS",

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from harness.loaders.base import Capability
-from loader.testing.faultpoints import POINTS
+from icefloe.harness.loaders.base import Capability
+from icefloe.loader.testing.faultpoints import POINTS
 
 __all__ = ["catalog_limits", "catalog_needs", "fault_needs", "needs", "not_applicable"]
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.loaders.config import provisioned_spark
-from harness.waiting import poll
+from icefloe.harness.loaders.config import provisioned_spark
+from icefloe.harness.waiting import poll
 
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"

@@ -63,16 +63,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from harness.loaders.base import (
+from icefloe.harness.loaders.base import (
     Capability,
     ExitWatch,
     Health,
     LoaderTarget,
     OneProcessLoader,
 )
-from harness.observer import HALT_GROUPS, Observer
-from harness.stack import keys
-from harness.stack.process import ManagedProcess
+from icefloe.harness.observer import HALT_GROUPS, Observer
+from icefloe.harness.stack import keys
+from icefloe.harness.stack.process import ManagedProcess
 
 __all__ = [
     "PLACEHOLDERS",
@@ -452,8 +452,8 @@ def _spark_runtime(stack: Any) -> dict[str, str]:
 def _spark_runtime_in(cache: Path) -> tuple[tuple[str, str], ...]:
     """``_spark_runtime`` of one cache, looked up once a process (a loader's start renders its
     command, configuration and environment)."""
-    from harness.provision import jdk
-    from harness.provision.layout import Layout
+    from icefloe.harness.provision import jdk
+    from icefloe.harness.provision.layout import Layout
 
     jars = sorted(str(p) for p in Layout(cache).spark_jars.glob("*.jar"))
     if not jars:
@@ -471,8 +471,8 @@ def _flink_runtime(stack: Any) -> dict[str, str]:
 @functools.cache
 def _flink_runtime_in(cache: Path) -> tuple[tuple[str, str], ...]:
     """``_flink_runtime`` of one cache, provisioned or looked up once a process."""
-    from harness.provision import flink
-    from harness.provision.layout import Layout
+    from icefloe.harness.provision import flink
+    from icefloe.harness.provision.layout import Layout
 
     layout = Layout(cache)
     runtime = flink.provision(layout)

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.provision import jdk
-from harness.provision.layout import Layout
-from harness.stack import keys
-from loader.config import CatalogConfig, KafkaConfig, LoaderConfig, SparkConfig, TableId
-from loader.secret import Secret
+from icefloe.harness.provision import jdk
+from icefloe.harness.provision.layout import Layout
+from icefloe.harness.stack import keys
+from icefloe.loader.config import CatalogConfig, KafkaConfig, LoaderConfig, SparkConfig, TableId
+from icefloe.loader.secret import Secret
 
 
 def provisioned_spark(cache: Path, spark: SparkConfig | None = None) -> SparkConfig:

@@ -14,12 +14,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.loaders.base import Capability, LoaderTarget, loader_kind
-from harness.loaders.config import stack_loader_config
-from harness.loaders.process import LoaderProcess
-from harness.observer import Observer, icefloe_observer
-from loader import settings as loader_settings
-from loader.config import LoaderConfig
+from icefloe.harness.loaders.base import Capability, LoaderTarget, loader_kind
+from icefloe.harness.loaders.config import stack_loader_config
+from icefloe.harness.loaders.process import LoaderProcess
+from icefloe.harness.observer import Observer, icefloe_observer
+from icefloe.loader import settings as loader_settings
+from icefloe.loader.config import LoaderConfig
 
 __all__ = ["HARNESS_SETTINGS", "NAME", "NO_LIMIT", "IcefloeKind", "icefloe_config"]
 
@@ -89,7 +89,7 @@ def icefloe_config(
 
 @loader_kind(NAME)
 class IcefloeKind:
-    """Makes icefloe loader processes (``python -m loader run``) for a run.
+    """Makes icefloe loader processes (``python -m icefloe.loader run``) for a run.
 
     Args:
         name: How ``--loader`` names it.
@@ -139,7 +139,7 @@ class IcefloeKind:
 
     def describe(self) -> dict[str, Any]:
         return {
-            "loader": "icefloe (python -m loader run)",
+            "loader": "icefloe (python -m icefloe.loader run)",
             "defaults": "the loader's own (loader/config.py)",
             "harness settings": dict(HARNESS_SETTINGS),
         }

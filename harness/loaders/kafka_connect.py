@@ -41,15 +41,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.history import History
-from harness.loaders.base import Capability, ExitWatch, Health, OneProcessLoader, loader_kind
-from harness.observer import GROUP, Observer
-from harness.provision import kafka_connect as provisioning
-from harness.provision.layout import Layout
-from harness.stack import keys
-from harness.stack.ports import free_port
-from harness.stack.process import ManagedProcess
-from harness.stack.service import console_log4j2, write_properties
+from icefloe.harness.history import History
+from icefloe.harness.loaders.base import (
+    Capability,
+    ExitWatch,
+    Health,
+    OneProcessLoader,
+    loader_kind,
+)
+from icefloe.harness.observer import GROUP, Observer
+from icefloe.harness.provision import kafka_connect as provisioning
+from icefloe.harness.provision.layout import Layout
+from icefloe.harness.stack import keys
+from icefloe.harness.stack.ports import free_port
+from icefloe.harness.stack.process import ManagedProcess
+from icefloe.harness.stack.service import console_log4j2, write_properties
 
 CONNECTOR_CLASS = "org.apache.iceberg.connect.IcebergSinkConnector"
 STANDALONE_CLASS = "org.apache.kafka.connect.cli.ConnectStandalone"

@@ -11,15 +11,15 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from harness.loaders.base import KINDS, LoaderKind
+from icefloe.harness.loaders.base import KINDS, LoaderKind
 
 __all__ = ["KINDS", "NAMES", "resolve"]
 
 MODULES = (
-    "harness.loaders.icefloe",
-    "harness.loaders.kafka_connect",
-    "harness.loaders.spark_sink",
-    "harness.loaders.flink",
+    "icefloe.harness.loaders.icefloe",
+    "icefloe.harness.loaders.kafka_connect",
+    "icefloe.harness.loaders.spark_sink",
+    "icefloe.harness.loaders.flink",
 )
 """The modules whose kinds ``--loader`` knows by name."""
 
@@ -44,7 +44,7 @@ def resolve(name: str | None) -> LoaderKind:
         harness.loaders.command.SpecError: a command loader's description is wrong.
         OSError: its description cannot be read.
     """
-    from harness.loaders import command, icefloe
+    from icefloe.harness.loaders import command, icefloe
 
     name = name or icefloe.NAME
     if name in KINDS:

@@ -1,7 +1,7 @@
 """icefloe's loader as a supervised subprocess: write its config, start, kill -9, stop, restart.
 
 A :class:`LoaderProcess` (a ``harness.loaders.base.Loader``) runs
-``python -m loader run --config FILE`` through
+``python -m icefloe.loader run --config FILE`` through
 :class:`~harness.stack.process.ManagedProcess`, so it can be killed like any service. The S3 secret
 reaches it through the environment (``ICEFLOE_LOADER_CATALOG_S3_SECRET_KEY``), never through
 the config file or argv. A watcher thread notices when the loader exits by itself and records
@@ -34,12 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.history import History
-from harness.loaders.base import Health, TestHooks, log_since, log_size, record_exit
-from harness.stack.process import ManagedProcess
-from loader.config import LoaderConfig, env_var
-from loader.errors import EXIT_NOT_OWNER
-from loader.testing.faultpoints import (
+from icefloe.harness.history import History
+from icefloe.harness.loaders.base import Health, TestHooks, log_since, log_size, record_exit
+from icefloe.harness.stack.process import ManagedProcess
+from icefloe.loader.config import LoaderConfig, env_var
+from icefloe.loader.errors import EXIT_NOT_OWNER
+from icefloe.loader.testing.faultpoints import (
     DISABLE_ENV,
     KILL_AFTER_COMMIT_ENV,
     KILL_AFTER_COMMITS_ENV,
@@ -277,7 +277,15 @@ class LoaderProcess:
                 kill_after_commit=own.kill_after_commit if self_kill else None,
                 hooks=dict(hooks) if hooks else None,
             )
-            argv = [sys.executable, "-m", "loader", "run", "-v", "--config", str(self.config_file)]
+            argv = [
+                sys.executable,
+                "-m",
+                "icefloe.loader",
+                "run",
+                "-v",
+                "--config",
+                str(self.config_file),
+            ]
             pid = self.process.start(argv, env, Path.cwd())
             self._expected_exit = False
             self._expected_codes = set(expect_codes)

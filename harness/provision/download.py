@@ -7,7 +7,7 @@ import shutil
 import urllib.request
 from pathlib import Path
 
-from harness.console import progress_bar
+from icefloe.harness.console import progress_bar
 
 _CHUNK = 1 << 20
 

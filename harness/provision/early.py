@@ -4,10 +4,10 @@ Building MinIO from source through the Go module proxy is the longest step of a 
 (about 4 minutes on 2 cores) and needs nothing but Go, which is why it starts first:
 
 - ``make provision`` (so ``make demo``, ``make up``, ``make test``) runs
-  ``python3 -m harness.provision.early start`` before it creates the virtualenv. That needs
+  ``python3 -m icefloe.harness.provision.early start`` before it creates the virtualenv. That needs
   only the standard library, so it runs on the machine's Python before anything is installed,
   and it returns at once, leaving the build to a background process
-  (``python3 -m harness.provision.early build``) whose output goes to ``build.log`` beside
+  (``python3 -m icefloe.harness.provision.early build``) whose output goes to ``build.log`` beside
   the binary.
 - ``icefloe provision`` (`harness.provision.steps`) runs the MinIO step in a thread beside
   every other step, from its start. Both go through `build_minio`, which holds a lock file for
@@ -33,8 +33,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.provision import go, versions
-from harness.provision.layout import Layout, cache_dir
+from icefloe.harness.provision import go, versions
+from icefloe.harness.provision.layout import Layout, cache_dir
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCK_FILE = "build.lock"
@@ -134,7 +134,7 @@ def start(layout: Layout) -> int | None:
     root.mkdir(parents=True, exist_ok=True)
     with (root / LOG_FILE).open("ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.provision.early", "build"],
+            [sys.executable, "-m", "icefloe.harness.provision.early", "build"],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -164,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"MinIO build failed: {exc}", flush=True)
             return 1
         return 0
-    print("usage: python3 -m harness.provision.early start|build", file=sys.stderr)
+    print("usage: python3 -m icefloe.harness.provision.early start|build", file=sys.stderr)
     return 2
 
 

@@ -20,10 +20,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.console import say
-from harness.provision import jdk, pyvenv, versions
-from harness.provision.download import download
-from harness.provision.layout import Layout
+from icefloe.harness.console import say
+from icefloe.harness.provision import jdk, pyvenv, versions
+from icefloe.harness.provision.download import download
+from icefloe.harness.provision.layout import Layout
 
 _TIMING_FILE = "provisioned.json"
 

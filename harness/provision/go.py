@@ -16,8 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-from harness.provision import versions
-from harness.provision.layout import Layout
+from icefloe.harness.provision import versions
+from icefloe.harness.provision.layout import Layout
 
 ENV_NO_SYSTEM_GO = "ICEFLOE_NO_SYSTEM_GO"  # "1": ignore the machine's Go, use PyPI's
 
@@ -59,7 +59,7 @@ def say(text: str) -> None:
     """The console's `say`, or a plain line where the virtualenv is not there yet: the early
     MinIO build (`harness.provision.early`) runs this module on the machine's Python."""
     try:
-        from harness.console import say as console_say
+        from icefloe.harness.console import say as console_say
     except ImportError:
         print(text, flush=True)
         return

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from xml.sax.saxutils import quoteattr
 
-from harness.console import say
-from harness.provision import versions
-from harness.provision.maven_proxy import relay
+from icefloe.harness.console import say
+from icefloe.harness.provision import versions
+from icefloe.harness.provision.maven_proxy import relay
 
 _SETTINGS = """<ivysettings>
   <settings defaultResolver="central"/>

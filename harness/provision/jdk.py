@@ -15,8 +15,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.console import say
-from harness.provision import versions
+from icefloe.harness.console import say
+from icefloe.harness.provision import versions
 
 ENV_NO_SYSTEM_JDK = "ICEFLOE_NO_SYSTEM_JDK"  # "1": ignore the machine's JDKs, use PyPI's
 _SYSTEM_ROOTS = (Path("/usr/lib/jvm"), Path("/usr/java"), Path("/opt/java"))

@@ -22,10 +22,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.console import say
-from harness.provision import ivy, jdk, versions
-from harness.provision.download import download
-from harness.provision.layout import Layout
+from icefloe.harness.console import say
+from icefloe.harness.provision import ivy, jdk, versions
+from icefloe.harness.provision.download import download
+from icefloe.harness.provision.layout import Layout
 
 PLUGIN_NAME = "iceberg-kafka-connect"
 _TIMING_FILE = "provisioned.json"

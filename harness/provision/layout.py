@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import loader
-from harness.provision import versions
-from loader.ext.classdata import remove_older
+from icefloe import loader
+from icefloe.harness.provision import versions
+from icefloe.loader.ext.classdata import remove_older
 
 ENV_CACHE = "ICEFLOE_CACHE"
 CLASS_DATA_KEEP_S = 14 * 86400
@@ -74,7 +74,7 @@ class Layout:
 
     @property
     def loader_jar(self) -> Path:
-        from loader.ext.fastpath.plain import JAR_NAME
+        from icefloe.loader.ext.fastpath.plain import JAR_NAME
 
         folder = f"{versions.SPARK}-{loader_jvm_digest()}"
         return self.cache / "loader-jvm" / folder / JAR_NAME

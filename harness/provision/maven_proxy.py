@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from harness.provision import versions
+from icefloe.harness.provision import versions
 
 _UPSTREAM = urllib.parse.urlsplit(versions.MAVEN_CENTRAL)
 # Kept-alive TLS connections shared by the relay's threads: Ivy makes hundreds of small

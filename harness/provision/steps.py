@@ -23,10 +23,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.console import say
-from harness.provision import early, go, ivy, jdk, versions
-from harness.provision.download import download
-from harness.provision.layout import ECJ, LOADER_JVM_SOURCES, Layout
+from icefloe.harness.console import say
+from icefloe.harness.provision import early, go, ivy, jdk, versions
+from icefloe.harness.provision.download import download
+from icefloe.harness.provision.layout import ECJ, LOADER_JVM_SOURCES, Layout
 
 _LAUNCHER_SOURCE = Path(__file__).parent / "java" / "org" / "apache" / "iceberg" / "rest"
 _LAUNCHER_CLASS = "IcefloeRestServer"

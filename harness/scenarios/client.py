@@ -20,8 +20,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.history import History
-from harness.observer import (
+from icefloe.harness.history import History
+from icefloe.harness.observer import (
     CHECKPOINT,
     GROUP,
     NO_ID,
@@ -404,7 +404,7 @@ class RecordingClient:
     def lease(self, table: str) -> Any:
         """The table's loader lease (``loader.commit.lease.Lease``), or None without one or when
         the catalog cannot answer."""
-        from loader.commit.lease import lease_from_properties
+        from icefloe.loader.commit.lease import lease_from_properties
 
         try:
             lease = lease_from_properties(self.iceberg_table(table).properties)

@@ -17,20 +17,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.history import Event, History
-from harness.loaders.base import LoaderKind
-from harness.scenarios.checks.liveness import heals
-from harness.scenarios.checks.observe import removed_by_retention
-from harness.scenarios.client import RecordingClient
-from harness.scenarios.faults import Fault, FaultSkipped
-from harness.scenarios.faults.commits import attach_catalog_proxy
-from harness.scenarios.faults.timing import CommitWatcher
-from harness.scenarios.loaders import LoaderControl, LoaderOptions
-from harness.scenarios.params import as_dict
-from harness.scenarios.traffic import Phase, Traffic, Workload
-from harness.scenarios.world import Names, World
-from harness.stack.catalogproxy import CatalogProxy
-from publisher.ledger import LedgerEntry
+from icefloe.harness.history import Event, History
+from icefloe.harness.loaders.base import LoaderKind
+from icefloe.harness.scenarios.checks.liveness import heals
+from icefloe.harness.scenarios.checks.observe import removed_by_retention
+from icefloe.harness.scenarios.client import RecordingClient
+from icefloe.harness.scenarios.faults import Fault, FaultSkipped
+from icefloe.harness.scenarios.faults.commits import attach_catalog_proxy
+from icefloe.harness.scenarios.faults.timing import CommitWatcher
+from icefloe.harness.scenarios.loaders import LoaderControl, LoaderOptions
+from icefloe.harness.scenarios.params import as_dict
+from icefloe.harness.scenarios.traffic import Phase, Traffic, Workload
+from icefloe.harness.scenarios.world import Names, World
+from icefloe.harness.stack.catalogproxy import CatalogProxy
+from icefloe.publisher.ledger import LedgerEntry
 
 __all__ = ["GONE_S", "Run", "RunSetup"]
 

@@ -42,17 +42,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.history import History
-from harness.loaders.base import Capability, Loader, LoaderKind, LoaderTarget, TestHooks
-from harness.loaders.icefloe import IcefloeKind
-from harness.loaders.process import LoaderProcess
-from harness.observer import Observer, batch_in_flight
-from harness.scenarios.params import ParamError, parse_params
-from harness.scenarios.world import Names
-from loader import settings as loader_settings
-from loader.config import LoaderConfig
-from loader.errors import ConfigError
-from loader.testing.faultpoints import PAUSE_POINTS, SWITCHES
+from icefloe.harness.history import History
+from icefloe.harness.loaders.base import Capability, Loader, LoaderKind, LoaderTarget, TestHooks
+from icefloe.harness.loaders.icefloe import IcefloeKind
+from icefloe.harness.loaders.process import LoaderProcess
+from icefloe.harness.observer import Observer, batch_in_flight
+from icefloe.harness.scenarios.params import ParamError, parse_params
+from icefloe.harness.scenarios.world import Names
+from icefloe.loader import settings as loader_settings
+from icefloe.loader.config import LoaderConfig
+from icefloe.loader.errors import ConfigError
+from icefloe.loader.testing.faultpoints import PAUSE_POINTS, SWITCHES
 
 __all__ = ["KIT_OPTIONS", "RENAMED", "TUNING", "LoaderControl", "LoaderOptions"]
 

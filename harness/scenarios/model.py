@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.scenarios.loaders import LoaderOptions
-from harness.scenarios.params import ParamError, parse_params
-from harness.scenarios.steps import ParseContext, parse_step
-from harness.scenarios.traffic import Workload
+from icefloe.harness.scenarios.loaders import LoaderOptions
+from icefloe.harness.scenarios.params import ParamError, parse_params
+from icefloe.harness.scenarios.steps import ParseContext, parse_step
+from icefloe.harness.scenarios.traffic import Workload
 
 PROFILES = ("ci", "full")
 SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
@@ -186,14 +186,14 @@ def parse(
         ScenarioError: For an unknown profile, step, check, variable, a missing field, or a
             parameter of the wrong name, type or value.
     """
-    from harness.scenarios.checks import (  # noqa: F401  (they register their checkers)
+    from icefloe.harness.scenarios.checks import (  # noqa: F401  (they register their checkers)
         catalogfaults,
         exits,
         invariants,
         liveness,
         storage,
     )
-    from harness.scenarios.checks.checkers import CHECKERS
+    from icefloe.harness.scenarios.checks.checkers import CHECKERS
 
     if profile not in PROFILES:
         raise ScenarioError(f"unknown profile {profile!r}; one of {PROFILES}")

@@ -24,10 +24,10 @@ import threading
 import time
 from typing import Any
 
-from harness.scenarios.checks.invariants import LedgerIndex, LiveJudge
-from harness.scenarios.faults import Fault, build_fault
-from harness.scenarios.pacing import LoaderPacer
-from harness.scenarios.schedule import Schedule
+from icefloe.harness.scenarios.checks.invariants import LedgerIndex, LiveJudge
+from icefloe.harness.scenarios.faults import Fault, build_fault
+from icefloe.harness.scenarios.pacing import LoaderPacer
+from icefloe.harness.scenarios.schedule import Schedule
 
 __all__ = ["Monitor", "SchedulePlayer"]
 

@@ -23,29 +23,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.history import Event, History
-from harness.observer import WAP_ID_KEY, summary_of
-from harness.scenarios.checks import storage
-from harness.scenarios.checks.checkers import (
+from icefloe.harness.history import Event, History
+from icefloe.harness.observer import WAP_ID_KEY, summary_of
+from icefloe.harness.scenarios.checks import storage
+from icefloe.harness.scenarios.checks.checkers import (
     INVALID,
     CheckResult,
     Observed,
     run_check,
     summarize,
 )
-from harness.scenarios.checks.invariants import main_commits, recorded_snapshots
-from harness.scenarios.checks.liveness import DEFAULT_BOUND_S
-from harness.scenarios.checks.observe import (
+from icefloe.harness.scenarios.checks.invariants import main_commits, recorded_snapshots
+from icefloe.harness.scenarios.checks.liveness import DEFAULT_BOUND_S
+from icefloe.harness.scenarios.checks.observe import (
     REFERENCE_VALUE_COLUMNS,
     ledger_entries,
     observed,
     value_columns,
 )
-from harness.scenarios.engine import Run, RunSetup
-from harness.scenarios.model import Scenario, parse
-from harness.scenarios.steps import STEPS
-from harness.scenarios.world import Names
-from harness.stack.tables import quote
+from icefloe.harness.scenarios.engine import Run, RunSetup
+from icefloe.harness.scenarios.model import Scenario, parse
+from icefloe.harness.scenarios.steps import STEPS
+from icefloe.harness.scenarios.world import Names
+from icefloe.harness.stack.tables import quote
 
 __all__ = [
     "RunOptions",

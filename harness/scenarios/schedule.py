@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.scenarios.faults import FAULTS, parse_fault
-from harness.scenarios.params import ParamError, as_dict
+from icefloe.harness.scenarios.faults import FAULTS, parse_fault
+from icefloe.harness.scenarios.params import ParamError, as_dict
 
 __all__ = ["LANES", "Schedule", "ScheduledFault"]
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.history import History
-from harness.scenarios.params import as_dict
-from publisher.ledger import Ledger, LedgerEntry
-from publisher.messages import event_id_prefix
+from icefloe.harness.history import History
+from icefloe.harness.scenarios.params import as_dict
+from icefloe.publisher.ledger import Ledger, LedgerEntry
+from icefloe.publisher.messages import event_id_prefix
 
 __all__ = ["DEFAULT_ANCHOR", "Phase", "Traffic", "Workload", "anchor_moment", "generation"]
 
@@ -64,8 +64,8 @@ class Workload:
             raise ValueError("malformed_fraction must be within [0, 1]")
         if self.rate is not None and self.rate <= 0:
             raise ValueError("rate must be > 0")
-        from publisher.drift import ExtraFieldSpec
-        from publisher.messages import KeySpec
+        from icefloe.publisher.drift import ExtraFieldSpec
+        from icefloe.publisher.messages import KeySpec
 
         KeySpec.parse(self.key)
         for spec in self.extra_fields:
@@ -84,9 +84,9 @@ def anchor_moment(text: str) -> dt.datetime:
 def generation(workload: Workload, seed: int, pool_seed: int | None = None) -> Any:
     """The publisher's generation settings for a workload, a phase seed and the run's value
     pools' seed (``GenerationConfig.pool_seed``)."""
-    from publisher.clock import ClockConfig
-    from publisher.drift import DriftConfig, ExtraFieldSpec
-    from publisher.messages import GenerationConfig, KeySpec
+    from icefloe.publisher.clock import ClockConfig
+    from icefloe.publisher.drift import DriftConfig, ExtraFieldSpec
+    from icefloe.publisher.messages import GenerationConfig, KeySpec
 
     return GenerationConfig(
         seed=seed,
@@ -179,7 +179,7 @@ class Traffic:
         Raises:
             ValueError: For a name already used.
         """
-        from publisher.producer import Publisher, PublisherConfig
+        from icefloe.publisher.producer import Publisher, PublisherConfig
 
         seed = random.Random(f"{self.seed}:{name}").randrange(2**62)
         phase = Phase(name, seed, workload, self.run_dir / "ledgers" / f"{name}.jsonl")

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.scenarios.client import RecordingClient
-from harness.stack.keys import TRINO_CATALOG as LAKE
-from harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
-from loader.io.deadletter import DEAD_LETTER_MAX_BYTES
+from icefloe.harness.scenarios.client import RecordingClient
+from icefloe.harness.stack.keys import TRINO_CATALOG as LAKE
+from icefloe.harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
+from icefloe.loader.io.deadletter import DEAD_LETTER_MAX_BYTES
 
 __all__ = ["Names", "World"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from harness.stack.config import StackConfig
+from icefloe.harness.stack.config import StackConfig
 
 BACKENDS = ("local", "containers")
 ENV_BACKEND = "ICEFLOE_BACKEND"
@@ -31,24 +31,24 @@ def choose(config: StackConfig, backend: str | None = None) -> str:
 def make_stack(config: StackConfig, backend: str | None = None) -> Any:
     """The stack of `config` on the chosen backend."""
     if choose(config, backend) == "containers":
-        from harness.containers.backend import ContainerStack
+        from icefloe.harness.containers.backend import ContainerStack
 
         return ContainerStack(config)
-    from harness.stack.lakehouse import Stack
+    from icefloe.harness.stack.lakehouse import Stack
 
     return Stack(config)
 
 
 def prepare(stack: Any) -> None:
     """Everything the stack needs before `up`: provisioning, and the images for containers."""
-    from harness.provision.layout import Layout
-    from harness.provision.steps import provision
+    from icefloe.harness.provision.layout import Layout
+    from icefloe.harness.provision.steps import provision
 
     layout = Layout(stack.config.cache_dir)
     provision(layout)
     if getattr(stack, "backend", "local") == "containers":
-        from harness.containers.images import ImageBuilder, fetch_glue_wheels
-        from harness.stack.glue import Glue
+        from icefloe.harness.containers.images import ImageBuilder, fetch_glue_wheels
+        from icefloe.harness.stack.glue import Glue
 
         if stack.config.catalog == Glue.kind:
             fetch_glue_wheels(layout)  # the Glue image is built once its wheels are there

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import os
 
-from harness.stack import keys
-from harness.stack.config import StackConfig
-from harness.stack.readiness import HttpOk, Readiness
-from harness.stack.service import LocalService
+from icefloe.harness.stack import keys
+from icefloe.harness.stack.config import StackConfig
+from icefloe.harness.stack.readiness import HttpOk, Readiness
+from icefloe.harness.stack.service import LocalService
 
 JVM_FLAGS = ("-XX:+UseSerialGC", "-Djava.awt.headless=true")
 

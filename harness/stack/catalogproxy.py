@@ -31,7 +31,7 @@ the proxy has a history, as a ``fault``/``info`` event named ``catalog_proxy.fir
 means the catalog received the request and answered 2xx; a request never forwarded is not
 applied; one whose forwarding failed half-way is unknown (``None``).
 
-Run on its own: ``python -m harness.stack.catalogproxy --port 8182 --upstream
+Run on its own: ``python -m icefloe.harness.stack.catalogproxy --port 8182 --upstream
 http://127.0.0.1:8181 [--rule JSON ...]``.
 """
 
@@ -964,7 +964,7 @@ def main(argv: Sequence[str] | None = None, *, started: Callable[[str], None] | 
         SystemExit: Bad arguments.
     """
     parser = argparse.ArgumentParser(
-        prog="python -m harness.stack.catalogproxy", description=__doc__.splitlines()[0]
+        prog="python -m icefloe.harness.stack.catalogproxy", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--upstream", required=True, help="the catalog's URL")

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.provision.layout import cache_dir
-from harness.stack import keys
-from loader.config import CATALOG_TYPES
+from icefloe.harness.provision.layout import cache_dir
+from icefloe.harness.stack import keys
+from icefloe.loader.config import CATALOG_TYPES
 
 CATALOG_RECORD = "stack-catalog"
 """The file in the run directory naming the catalog of the stack that runs there (written by

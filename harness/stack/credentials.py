@@ -13,7 +13,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from loader.secret import Secret
+from icefloe.loader.secret import Secret
 
 
 @dataclass(frozen=True)

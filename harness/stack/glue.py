@@ -18,13 +18,13 @@ client (boto3, the Java SDK) reads them, never on a command line.
 
 from __future__ import annotations
 
-from harness.provision import pyvenv, versions
-from harness.stack import keys
-from harness.stack.config import StackConfig
-from harness.stack.credentials import S3Credentials
-from harness.stack.readiness import HttpOk, Readiness
-from harness.stack.service import LocalService
-from loader.catalogs.glue import GLUE_CATALOG_IMPL
+from icefloe.harness.provision import pyvenv, versions
+from icefloe.harness.stack import keys
+from icefloe.harness.stack.config import StackConfig
+from icefloe.harness.stack.credentials import S3Credentials
+from icefloe.harness.stack.readiness import HttpOk, Readiness
+from icefloe.harness.stack.service import LocalService
+from icefloe.loader.catalogs.glue import GLUE_CATALOG_IMPL
 
 
 def client_environment(credentials: S3Credentials) -> dict[str, str]:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from harness.stack import keys
-from harness.stack.readiness import Probe, Readiness
-from harness.stack.service import LocalService, console_log4j2, write_properties
+from icefloe.harness.stack import keys
+from icefloe.harness.stack.readiness import Probe, Readiness
+from icefloe.harness.stack.service import LocalService, console_log4j2, write_properties
 
 _LOG4J2 = console_log4j2(
     {

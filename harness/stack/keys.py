@@ -6,7 +6,7 @@ nowhere else. The loader keeps its own snapshot-summary keys in loader/keys.py.
 
 from __future__ import annotations
 
-from loader.config import DEFAULT_S3_REGION
+from icefloe.loader.config import DEFAULT_S3_REGION
 
 # Environment variables the stack reads (provisioning's own are in harness/provision/).
 ENV_RUN_DIR = "ICEFLOE_RUN_DIR"

@@ -15,18 +15,18 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from harness.console import say
-from harness.stack import keys
-from harness.stack.catalog import Catalog
-from harness.stack.config import CATALOG_RECORD, StackConfig
-from harness.stack.config import load as load_config
-from harness.stack.credentials import S3Credentials, load_or_create
-from harness.stack.glue import Glue
-from harness.stack.kafka import Kafka
-from harness.stack.minio import Minio
-from harness.stack.service import LocalService, ServiceStatus
-from harness.stack.toxiproxy import Toxiproxy
-from harness.stack.trino import Trino
+from icefloe.harness.console import say
+from icefloe.harness.stack import keys
+from icefloe.harness.stack.catalog import Catalog
+from icefloe.harness.stack.config import CATALOG_RECORD, StackConfig
+from icefloe.harness.stack.config import load as load_config
+from icefloe.harness.stack.credentials import S3Credentials, load_or_create
+from icefloe.harness.stack.glue import Glue
+from icefloe.harness.stack.kafka import Kafka
+from icefloe.harness.stack.minio import Minio
+from icefloe.harness.stack.service import LocalService, ServiceStatus
+from icefloe.harness.stack.toxiproxy import Toxiproxy
+from icefloe.harness.stack.trino import Trino
 
 
 class Stack:

@@ -6,9 +6,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from harness.stack import keys
-from harness.stack.readiness import HttpOk, Readiness
-from harness.stack.service import LocalService
+from icefloe.harness.stack import keys
+from icefloe.harness.stack.readiness import HttpOk, Readiness
+from icefloe.harness.stack.service import LocalService
 
 FILL_FRACTION = 0.99
 """MinIO refuses a write that would leave less than 1 % of its drive free ("storage full")."""

@@ -9,9 +9,9 @@ not a backend for the loader (docs/catalogs.md).
 
 from __future__ import annotations
 
-from harness.provision import pyvenv, versions
-from harness.stack.glue import Glue
-from harness.stack.readiness import HttpOk, Readiness
+from icefloe.harness.provision import pyvenv, versions
+from icefloe.harness.stack.glue import Glue
+from icefloe.harness.stack.readiness import HttpOk, Readiness
 
 
 class Moto(Glue):

@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import os
 
-from harness.provision import versions
-from harness.provision.download import download
-from harness.stack import keys
-from harness.stack.catalog import JVM_FLAGS, Catalog
-from harness.stack.readiness import HttpOk, Readiness
-from harness.stack.service import write_properties
+from icefloe.harness.provision import versions
+from icefloe.harness.provision.download import download
+from icefloe.harness.stack import keys
+from icefloe.harness.stack.catalog import JVM_FLAGS, Catalog
+from icefloe.harness.stack.readiness import HttpOk, Readiness
+from icefloe.harness.stack.service import write_properties
 
 BRANCH = "main"
 

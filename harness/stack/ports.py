@@ -11,7 +11,7 @@ from __future__ import annotations
 import socket
 from collections.abc import Sequence
 
-from harness.waiting import poll
+from icefloe.harness.waiting import poll
 
 # A service killed a moment ago may hold its listening socket until the kernel has torn the
 # process down; a start waits this long for its ports before it gives up.

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from harness.waiting import poll
+from icefloe.harness.waiting import poll
 
 _MIN_OPEN_FILES = 65536  # Trino refuses to start below 4096; Kafka wants many too
 

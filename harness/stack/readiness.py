@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from harness.waiting import poll
+from icefloe.harness.waiting import poll
 
 
 class Watched(Protocol):

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
-from harness.provision import jdk
-from harness.provision.layout import Layout
-from harness.stack.config import StackConfig
-from harness.stack.credentials import S3Credentials
-from harness.stack.ports import await_free
-from harness.stack.process import ManagedProcess
-from harness.stack.readiness import Readiness, wait_ready
+from icefloe.harness.provision import jdk
+from icefloe.harness.provision.layout import Layout
+from icefloe.harness.stack.config import StackConfig
+from icefloe.harness.stack.credentials import S3Credentials
+from icefloe.harness.stack.ports import await_free
+from icefloe.harness.stack.process import ManagedProcess
+from icefloe.harness.stack.readiness import Readiness, wait_ready
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.console import print_table
+from icefloe.harness.console import print_table
 
 
 def split_statements(text: str) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pyiceberg import types as it
 
-from publisher.rows import EVENT_ID_FIELD, reference_schema
+from icefloe.publisher.rows import EVENT_ID_FIELD, reference_schema
 
 _PRIMITIVES: dict[type[it.IcebergType], str] = {
     it.BooleanType: "BOOLEAN",

@@ -24,9 +24,9 @@ from typing import Any, Literal, Protocol, cast
 
 import requests
 
-from harness.stack.config import StackConfig
-from harness.stack.readiness import HttpOk, Readiness
-from harness.stack.service import LocalService
+from icefloe.harness.stack.config import StackConfig
+from icefloe.harness.stack.readiness import HttpOk, Readiness
+from icefloe.harness.stack.service import LocalService
 
 __all__ = [
     "PROXIED",
@@ -466,7 +466,7 @@ class Toxiproxy(LocalService):
 
     def prepare(self) -> None:
         if not self.layout.toxiproxy_bin.exists():
-            from harness.provision.steps import build_toxiproxy
+            from icefloe.harness.provision.steps import build_toxiproxy
 
             build_toxiproxy(self.layout)
 

@@ -11,12 +11,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.provision import jdk
-from harness.stack import keys
-from harness.stack.catalog import Catalog
-from harness.stack.glue import Glue
-from harness.stack.readiness import HttpOk, Probe, Readiness
-from harness.stack.service import LocalService, write_properties
+from icefloe.harness.provision import jdk
+from icefloe.harness.stack import keys
+from icefloe.harness.stack.catalog import Catalog
+from icefloe.harness.stack.glue import Glue
+from icefloe.harness.stack.readiness import HttpOk, Probe, Readiness
+from icefloe.harness.stack.service import LocalService, write_properties
 
 _PLUGINS = ("iceberg",)
 _JVM_FLAGS = (

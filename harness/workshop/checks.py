@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import verify
-from harness.workshop import DEAD_LETTER_TOPIC, LOADER, SUCCESSOR, TABLE, TOPIC
-from loader import keys
-from loader.io.deadletter import DEAD_LETTER_MAX_BYTES
-from publisher import topics
-from publisher.producer import DEFAULT_LEDGER_DIR
+from icefloe.harness import verify
+from icefloe.harness.workshop import DEAD_LETTER_TOPIC, LOADER, SUCCESSOR, TABLE, TOPIC
+from icefloe.loader import keys
+from icefloe.loader.io.deadletter import DEAD_LETTER_MAX_BYTES
+from icefloe.publisher import topics
+from icefloe.publisher.producer import DEFAULT_LEDGER_DIR
 
 __all__ = ["CHECKS", "Finding", "Workbench", "run_check"]
 
@@ -92,14 +92,14 @@ class Workbench:
         return verify.compare_rows(found, expected)
 
     def lease(self) -> Any:
-        from loader.commit.lease import lease_from_properties
+        from icefloe.loader.commit.lease import lease_from_properties
 
         name = TABLE.split(".", 1)[1]
         table = self.stack.pyiceberg_catalog().load_table(name)
         return lease_from_properties(table.properties)
 
     def loader_dir(self, name: str) -> Path:
-        from harness.loaders.background import loaders_dir
+        from icefloe.harness.loaders.background import loaders_dir
 
         return loaders_dir(self.stack) / name
 
@@ -327,8 +327,8 @@ def check_maintenance(bench: Workbench) -> list[Finding]:
 
 def check_scale(bench: Workbench) -> list[Finding]:
     """Module 7: the topic grown to 6 partitions, their rows loaded, the loader caught up."""
-    from harness.loaders.config import stack_loader_config
-    from loader.run.status import read_status
+    from icefloe.harness.loaders.config import stack_loader_config
+    from icefloe.loader.run.status import read_status
 
     partitions = topics.partition_count(bench.stack.bootstrap_servers, TOPIC) or 0
     ledgers = bench.ledgers()

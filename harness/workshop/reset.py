@@ -11,11 +11,11 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from harness import verify
-from harness.loaders.background import loaders_dir, names, open_loader
-from harness.workshop import DEAD_LETTER_TOPIC, TABLE, TOPIC
-from publisher import topics
-from publisher.producer import DEFAULT_LEDGER_DIR
+from icefloe.harness import verify
+from icefloe.harness.loaders.background import loaders_dir, names, open_loader
+from icefloe.harness.workshop import DEAD_LETTER_TOPIC, TABLE, TOPIC
+from icefloe.publisher import topics
+from icefloe.publisher.producer import DEFAULT_LEDGER_DIR
 
 
 def reset(stack: Any, ledger_dir: Path = DEFAULT_LEDGER_DIR) -> list[str]:

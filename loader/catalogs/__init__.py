@@ -19,7 +19,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-from loader.config import CatalogConfig
+from icefloe.loader.config import CatalogConfig
 
 __all__ = ["client", "endpoint", "kind", "spark_properties"]
 
@@ -27,10 +27,10 @@ __all__ = ["client", "endpoint", "kind", "spark_properties"]
 def kind(cat: CatalogConfig) -> ModuleType:
     """The module of ``cat.type`` (``loader.catalogs.rest`` or ``loader.catalogs.glue``)."""
     if cat.type == "glue":
-        from loader.catalogs import glue
+        from icefloe.loader.catalogs import glue
 
         return glue
-    from loader.catalogs import rest
+    from icefloe.loader.catalogs import rest
 
     return rest
 

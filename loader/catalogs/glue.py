@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loader.config import CatalogConfig
-from loader.io.icebergclient import storage_properties
+from icefloe.loader.config import CatalogConfig
+from icefloe.loader.io.icebergclient import storage_properties
 
 GLUE_CATALOG_IMPL = "org.apache.iceberg.aws.glue.GlueCatalog"
 """Iceberg's Glue catalog in Java (in the Spark runtime; its AWS client in iceberg-aws-bundle)."""

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from loader import keys
-from loader.config import CatalogConfig
-from loader.io.icebergclient import rest_catalog
+from icefloe.loader import keys
+from icefloe.loader.config import CatalogConfig
+from icefloe.loader.io.icebergclient import rest_catalog
 
 
 def spark_properties(cat: CatalogConfig) -> dict[str, str]:

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from loader import keys
-from loader.errors import ConcurrentLoader, Fenced
+from icefloe.loader import keys
+from icefloe.loader.errors import ConcurrentLoader, Fenced
 
 __all__ = [
     "Lease",

@@ -29,8 +29,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from loader import keys
-from loader.errors import InvalidOffsets
+from icefloe.loader import keys
+from icefloe.loader.errors import InvalidOffsets
 
 __all__ = [
     "BatchPlan",

@@ -68,32 +68,32 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pyspark.sql import functions as F
 
-from loader import keys
-from loader.commit.hooks import Hooks
-from loader.commit.lease import check_owner
-from loader.commit.offsets import BatchPlan, Offsets, plan_batch, summary_properties
-from loader.commit.table import MainMoved, TableState, TableView, now_ms
-from loader.config import LoaderConfig
-from loader.decode.batch import KAFKA_COLUMNS, Reject
-from loader.decode.frames import DecodedBatch
-from loader.decode.parse import spark_schema
-from loader.decode.record import RecordDecoder, route_malformed
-from loader.errors import LoaderError, first_line
-from loader.io.deadletter import (
+from icefloe.loader import keys
+from icefloe.loader.commit.hooks import Hooks
+from icefloe.loader.commit.lease import check_owner
+from icefloe.loader.commit.offsets import BatchPlan, Offsets, plan_batch, summary_properties
+from icefloe.loader.commit.table import MainMoved, TableState, TableView, now_ms
+from icefloe.loader.config import LoaderConfig
+from icefloe.loader.decode.batch import KAFKA_COLUMNS, Reject
+from icefloe.loader.decode.frames import DecodedBatch
+from icefloe.loader.decode.parse import spark_schema
+from icefloe.loader.decode.record import RecordDecoder, route_malformed
+from icefloe.loader.errors import LoaderError, first_line
+from icefloe.loader.io.deadletter import (
     Coordinate,
     DeadLetterFailed,
     DeadLetterProducer,
     positions_from_json,
     positions_to_json,
 )
-from loader.io.metrics import LoaderMetrics
-from loader.io.retry import KAFKA, Unanswered, unanswered
+from icefloe.loader.io.metrics import LoaderMetrics
+from icefloe.loader.io.retry import KAFKA, Unanswered, unanswered
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
     from pyspark.sql import Column, DataFrame
 
-    from loader.config import DecodeOptions
+    from icefloe.loader.config import DecodeOptions
 
 __all__ = ["BatchSink", "Declined", "FastPath", "Planned"]
 

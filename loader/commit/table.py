@@ -25,20 +25,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from loader import catalogs, keys
-from loader.commit.hooks import Hooks
-from loader.commit.lease import (
+from icefloe.loader import catalogs, keys
+from icefloe.loader.commit.hooks import Hooks
+from icefloe.loader.commit.lease import (
     Lease,
     check_lease,
     check_owner,
     lease_from_properties,
     lease_properties,
 )
-from loader.commit.offsets import Committed, SnapshotInfo, table_committed
-from loader.config import LoaderConfig
-from loader.errors import CatalogUnavailable, LoaderError, TableNotFound
-from loader.io.icebergclient import commit_transaction_once
-from loader.io.retry import CATALOG, KAFKA, STORAGE, Patience, unanswered
+from icefloe.loader.commit.offsets import Committed, SnapshotInfo, table_committed
+from icefloe.loader.config import LoaderConfig
+from icefloe.loader.errors import CatalogUnavailable, LoaderError, TableNotFound
+from icefloe.loader.io.icebergclient import commit_transaction_once
+from icefloe.loader.io.retry import CATALOG, KAFKA, STORAGE, Patience, unanswered
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema

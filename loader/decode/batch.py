@@ -22,15 +22,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from loader.decode.parse import arrow_schema
-from loader.decode.record import KafkaMeta, RecordDecoder
-from loader.errors import MalformedRecord
+from icefloe.loader.decode.parse import arrow_schema
+from icefloe.loader.decode.record import KafkaMeta, RecordDecoder
+from icefloe.loader.errors import MalformedRecord
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyiceberg.schema import Schema
 
-    from loader.config import DecodeOptions
+    from icefloe.loader.config import DecodeOptions
 
 __all__ = [
     "KAFKA_COLUMNS",

@@ -37,8 +37,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-from loader.config import DecodeOptions
-from loader.decode.batch import (
+from icefloe.loader.config import DecodeOptions
+from icefloe.loader.decode.batch import (
     KAFKA_COLUMNS,
     POSITION_COLUMN,
     REJECT_COLUMN,
@@ -48,9 +48,9 @@ from loader.decode.batch import (
     decoded_schema,
     merge_side,
 )
-from loader.decode.parse import spark_schema
-from loader.decode.record import RecordDecoder
-from loader.errors import LoaderError
+from icefloe.loader.decode.parse import spark_schema
+from icefloe.loader.decode.record import RecordDecoder
+from icefloe.loader.errors import LoaderError
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema

@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyiceberg import types as it
 
-from loader.errors import Kind, MalformedRecord, SchemaMismatch
+from icefloe.loader.errors import Kind, MalformedRecord, SchemaMismatch
 
 if TYPE_CHECKING:
     import pyarrow as pa

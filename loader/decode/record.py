@@ -19,10 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from loader import keys
-from loader.config import DecodeOptions
-from loader.decode.parse import RowParser, load_json
-from loader.errors import MalformedRecord, PoisonMessage
+from icefloe.loader import keys
+from icefloe.loader.config import DecodeOptions
+from icefloe.loader.decode.parse import RowParser, load_json
+from icefloe.loader.errors import MalformedRecord, PoisonMessage
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
@@ -79,7 +79,7 @@ class RecordDecoder:
         self._reshape: Callable[[object, KafkaMeta], object] | None = None
         transform = self.options.transform
         if not transform.is_identity:  # the extension is imported only when configured
-            from loader.ext import transforms
+            from icefloe.loader.ext import transforms
 
             self.unused_projections = transforms.check_projections(
                 schema, transform, self.options.case_insensitive

@@ -32,16 +32,16 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from loader.io.topics import KAFKA_START_WAIT_S
+from icefloe.loader.io.topics import KAFKA_START_WAIT_S
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from loader.commit.offsets import Offsets
-    from loader.commit.sink import BatchSink
-    from loader.config import LoaderConfig
-    from loader.ext.fastpath.onepass import FastPath
-    from loader.io.topics import KafkaMetadata
+    from icefloe.loader.commit.offsets import Offsets
+    from icefloe.loader.commit.sink import BatchSink
+    from icefloe.loader.config import LoaderConfig
+    from icefloe.loader.ext.fastpath.onepass import FastPath
+    from icefloe.loader.io.topics import KafkaMetadata
 
 __all__ = ["FIRST_SLICE_BATCH_ID", "Slice", "commit_first_slice", "plan_slice"]
 

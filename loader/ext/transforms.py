@@ -65,8 +65,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pyiceberg import types as it
 
-from loader.decode.parse import json_type_name
-from loader.errors import ConfigError, Kind, MalformedRecord, SchemaMismatch
+from icefloe.loader.decode.parse import json_type_name
+from icefloe.loader.errors import ConfigError, Kind, MalformedRecord, SchemaMismatch
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema

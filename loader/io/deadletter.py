@@ -35,11 +35,11 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from loader import keys
-from loader.config import KafkaConfig
-from loader.decode.batch import Reject
-from loader.decode.record import route_malformed
-from loader.errors import LoaderError
+from icefloe.loader import keys
+from icefloe.loader.config import KafkaConfig
+from icefloe.loader.decode.batch import Reject
+from icefloe.loader.decode.record import route_malformed
+from icefloe.loader.errors import LoaderError
 
 __all__ = [
     "DEAD_LETTER_MAX_BYTES",

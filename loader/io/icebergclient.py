@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loader import keys
-from loader.config import CatalogConfig
+from icefloe.loader import keys
+from icefloe.loader.config import CatalogConfig
 
 __all__ = ["commit_transaction_once", "rest_catalog", "storage_properties"]
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from loader.errors import CatalogUnavailable, first_line
+from icefloe.loader.errors import CatalogUnavailable, first_line
 
 __all__ = ["Patience", "Stalled", "Unanswered", "root_cause", "unanswered"]
 

@@ -14,8 +14,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from loader.config import KafkaConfig
-from loader.errors import KafkaUnavailable
+from icefloe.loader.config import KafkaConfig
+from icefloe.loader.errors import KafkaUnavailable
 
 __all__ = [
     "EARLIEST",

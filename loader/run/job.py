@@ -56,33 +56,33 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from loader.commit.hooks import Hooks
-from loader.commit.sink import BatchSink
-from loader.commit.table import TableView, now_ms
-from loader.config import LoaderConfig
-from loader.decode.frames import warm_up
-from loader.errors import EXIT_STALLED, Fenced, LoaderError
-from loader.io.deadletter import DeadLetterProducer
-from loader.io.metrics import LoaderMetrics
-from loader.io.topics import (
+from icefloe.loader.commit.hooks import Hooks
+from icefloe.loader.commit.sink import BatchSink
+from icefloe.loader.commit.table import TableView, now_ms
+from icefloe.loader.config import LoaderConfig
+from icefloe.loader.decode.frames import warm_up
+from icefloe.loader.errors import EXIT_STALLED, Fenced, LoaderError
+from icefloe.loader.io.deadletter import DeadLetterProducer
+from icefloe.loader.io.metrics import LoaderMetrics
+from icefloe.loader.io.topics import (
     KAFKA_START_WAIT_S,
     KafkaMetadata,
     numbered_offsets,
     starting_offsets_json,
 )
-from loader.run.jvmbridge import accumulator_server, hadoop_configuration, jvm
-from loader.run.leasekeeper import LeaseKeeper
-from loader.run.sessionstart import SessionStart
-from loader.run.spark import quiet_query_failure, under_spark_submit
+from icefloe.loader.run.jvmbridge import accumulator_server, hadoop_configuration, jvm
+from icefloe.loader.run.leasekeeper import LeaseKeeper
+from icefloe.loader.run.sessionstart import SessionStart
+from icefloe.loader.run.spark import quiet_query_failure, under_spark_submit
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
     from pyspark.sql import DataFrame, SparkSession
 
-    from loader.commit.offsets import Offsets
-    from loader.config import DecodeOptions
-    from loader.ext.classdata import ClassData
-    from loader.ext.fastpath.onepass import FastPath
+    from icefloe.loader.commit.offsets import Offsets
+    from icefloe.loader.config import DecodeOptions
+    from icefloe.loader.ext.classdata import ClassData
+    from icefloe.loader.ext.fastpath.onepass import FastPath
 
 __all__ = [
     "TEST_ENV_PREFIX",
@@ -151,7 +151,7 @@ def hooks_from_env(env: Mapping[str, str] | None = None) -> Hooks:
     env = os.environ if env is None else env
     if not any(name.startswith(TEST_ENV_PREFIX) for name in env):
         return Hooks()
-    from loader.testing.faultpoints import FaultPoints
+    from icefloe.loader.testing.faultpoints import FaultPoints
 
     return FaultPoints.from_env(env)
 
@@ -222,18 +222,18 @@ class LoaderJob:
         # The extensions the configuration asks for, each imported only then.
         self._fast: FastPath | None = None
         if config.jvm_decode:
-            from loader.ext.fastpath.onepass import FastPath
+            from icefloe.loader.ext.fastpath.onepass import FastPath
 
             self._fast = FastPath()
         self._first_slice: Callable[..., Offsets | None] | None = None
         if config.kafka.first_slice_records:
-            from loader.ext.firstslice import commit_first_slice
+            from icefloe.loader.ext.firstslice import commit_first_slice
 
             self._first_slice = commit_first_slice
         self._class_data: ClassData | None = None
         # Under spark-submit or with a session given, the JVM is not this process's to shape.
         if spark is None and not under_spark_submit() and config.spark.class_data:
-            from loader.ext.classdata import ClassData
+            from icefloe.loader.ext.classdata import ClassData
 
             self._class_data = ClassData.plan(config.spark.class_data)
 
@@ -244,7 +244,7 @@ class LoaderJob:
         return self._spark
 
     def _session(self) -> SparkSession:
-        from loader.run.spark import session
+        from icefloe.loader.run.spark import session
 
         return session(self.config, class_data=self._class_data)
 

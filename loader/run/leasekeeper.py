@@ -15,8 +15,8 @@ import logging
 import threading
 from typing import Protocol
 
-from loader.commit.table import now_ms
-from loader.errors import Fenced
+from icefloe.loader.commit.table import now_ms
+from icefloe.loader.errors import Fenced
 
 __all__ = ["LeaseKeeper"]
 

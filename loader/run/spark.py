@@ -24,15 +24,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from loader import catalogs, keys
-from loader.config import DEFAULT_JIT, JVM_COLLECTORS, JVM_COMPILERS, CatalogConfig, LoaderConfig
-from loader.errors import ConfigError
-from loader.run.jvmbridge import jvm
+from icefloe.loader import catalogs, keys
+from icefloe.loader.config import (
+    DEFAULT_JIT,
+    JVM_COLLECTORS,
+    JVM_COMPILERS,
+    CatalogConfig,
+    LoaderConfig,
+)
+from icefloe.loader.errors import ConfigError
+from icefloe.loader.run.jvmbridge import jvm
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from loader.ext.classdata import ClassData
+    from icefloe.loader.ext.classdata import ClassData
 
 __all__ = [
     "catalog_options",

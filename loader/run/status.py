@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from loader.commit.lease import Lease
-from loader.commit.table import TableView, now_ms
-from loader.config import LoaderConfig
-from loader.io.topics import KafkaMetadata
+from icefloe.loader.commit.lease import Lease
+from icefloe.loader.commit.table import TableView, now_ms
+from icefloe.loader.config import LoaderConfig
+from icefloe.loader.io.topics import KafkaMetadata
 
 __all__ = ["PartitionStatus", "Status", "format_status", "read_status"]
 

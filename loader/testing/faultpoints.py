@@ -51,7 +51,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import get_args
 
-from loader.commit.hooks import Hooks, Point
+from icefloe.loader.commit.hooks import Hooks, Point
 
 __all__ = [
     "DISABLE_ENV",

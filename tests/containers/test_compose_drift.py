@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.containers import compose, settings
-from harness.containers.engine import REPO
-from harness.stack.config import StackConfig
-from harness.stack.kafka import Kafka
-from harness.stack.trino import Trino
+from icefloe.harness.containers import compose, settings
+from icefloe.harness.containers.engine import REPO
+from icefloe.harness.stack.config import StackConfig
+from icefloe.harness.stack.kafka import Kafka
+from icefloe.harness.stack.trino import Trino
 
 
 def test_committed_files_are_what_the_settings_render() -> None:
@@ -79,7 +79,7 @@ def test_compose_publishes_on_loopback_with_the_local_stacks_variables() -> None
 
 
 def test_official_images_are_pinned_to_the_versions_module() -> None:
-    from harness.provision import versions
+    from icefloe.harness.provision import versions
 
     data = yaml.safe_load(compose.render()["docker-compose.yml"])
     images = {name: s["image"] for name, s in data["services"].items()}

@@ -84,7 +84,7 @@ def test_pause_freezes_a_container(stack: Any) -> None:
 
 
 def test_a_second_image_build_does_nothing(stack: Any) -> None:
-    from harness.containers.images import ImageBuilder
-    from harness.provision.layout import Layout
+    from icefloe.harness.containers.images import ImageBuilder
+    from icefloe.harness.provision.layout import Layout
 
     assert ImageBuilder(stack.engine, Layout(stack.config.cache_dir)).build_all() == 0

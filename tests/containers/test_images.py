@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.containers import images
+from icefloe.harness.containers import images
 
 
 def test_mirror_from_deb822_sources(tmp_path: Path) -> None:
@@ -47,7 +47,7 @@ def test_fingerprint_follows_inputs(tmp_path: Path) -> None:
 def test_the_glue_image_installs_wheels_for_the_bases_python(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.provision.layout import Layout
+    from icefloe.harness.provision.layout import Layout
 
     monkeypatch.setattr(images, "DEBIAN_SUITE", "trixie")
     (spec,) = [s for s in images.optional_image_specs(Layout(tmp_path)) if s.service == "glue"]

@@ -39,8 +39,8 @@ def _created(path: Path) -> tuple[set[str], set[str]]:
 
 def _fresh(stack: Any, path: Path) -> None:
     """Remove what the file's blocks create, so they run as on a fresh stack."""
-    from publisher.producer import DEFAULT_LEDGER_DIR
-    from publisher.topics import delete_topic
+    from icefloe.publisher.producer import DEFAULT_LEDGER_DIR
+    from icefloe.publisher.topics import delete_topic
 
     topics, tables = _created(path)
     for table in tables:

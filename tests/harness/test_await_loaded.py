@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.history import History, select
-from harness.scenarios.engine import Run
+from icefloe.harness.history import History, select
+from icefloe.harness.scenarios.engine import Run
 
 
 class Growing:
@@ -46,7 +46,7 @@ class Growing:
 def test_a_growing_table_is_waited_for_past_the_timeout_and_a_stalled_one_is_not(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import harness.scenarios.engine as engine
+    import icefloe.harness.scenarios.engine as engine
 
     clock = [0.0]  # a fake clock: a sleep passes at once
 
@@ -64,7 +64,7 @@ def test_a_growing_table_is_waited_for_past_the_timeout_and_a_stalled_one_is_not
 
 
 def _fake_clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
-    import harness.scenarios.engine as engine
+    import icefloe.harness.scenarios.engine as engine
 
     clock = [0.0]
 
@@ -79,7 +79,7 @@ def _fake_clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
 def test_the_wait_ends_once_no_loader_is_left_to_load_the_missing_rows(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from harness.scenarios.engine import GONE_S
+    from icefloe.harness.scenarios.engine import GONE_S
 
     clock = _fake_clock(monkeypatch)
     gone = Growing(total=100, step=10, stall_at=40)
@@ -112,7 +112,7 @@ def _run(
     healed_at: float | None = None,
     active: bool = False,
 ) -> SimpleNamespace:
-    from harness.scenarios.loaders import LoaderControl
+    from icefloe.harness.scenarios.loaders import LoaderControl
 
     history = History()
     if healed_at is not None:
@@ -151,8 +151,8 @@ def test_the_wait_ends_once_every_missing_row_is_behind_the_committed_position(
     """A loader whose committed position passed the missing rows will never read them: the
     wait ends once they have been behind it for the loader's drain bound, not at its timeout;
     a position before one of them keeps the wait going."""
-    from harness.scenarios.engine import BEHIND
-    from publisher.ledger import LedgerEntry
+    from icefloe.harness.scenarios.engine import BEHIND
+    from icefloe.publisher.ledger import LedgerEntry
 
     clock = _fake_clock(monkeypatch)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.stack import backends
-from harness.stack.config import StackConfig
+from icefloe.harness.stack import backends
+from icefloe.harness.stack.config import StackConfig
 
 
 def _config(tmp_path: Path) -> StackConfig:
@@ -36,8 +36,8 @@ def test_an_unknown_backend_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_containers_stack_has_the_local_stacks_endpoints(tmp_path: Path) -> None:
-    from harness.containers.backend import ContainerStack, project_name
-    from harness.stack.lakehouse import Stack
+    from icefloe.harness.containers.backend import ContainerStack, project_name
+    from icefloe.harness.stack.lakehouse import Stack
 
     config = _config(tmp_path)
     containers = backends.make_stack(config, "containers")

@@ -8,10 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.loaders import config
-from harness.loaders.background import open_loader, saved_flags
-from loader.config import SparkConfig
-from loader.secret import Secret
+from icefloe.harness.loaders import config
+from icefloe.harness.loaders.background import open_loader, saved_flags
+from icefloe.loader.config import SparkConfig
+from icefloe.loader.secret import Secret
 from tests.harness.fakes import RestCatalog
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.bench.cores import MACHINE, CoreMeter, lifetime_cpu_s, tree_cpu_s
-from harness.bench.figures import (
+from icefloe.harness.bench.cores import MACHINE, CoreMeter, lifetime_cpu_s, tree_cpu_s
+from icefloe.harness.bench.figures import (
     BASELINE,
     BOUND,
     ENGINE,
@@ -26,18 +26,18 @@ from harness.bench.figures import (
     Throughput,
     median_run,
 )
-from harness.bench.freshness import (
+from icefloe.harness.bench.freshness import (
     batch_times,
     committed_at,
     latencies,
     p99_by_window,
     summarize,
 )
-from harness.bench.options import BenchOptions, as_dict, command_line, parse
-from harness.bench.report import Report
-from harness.bench.stats import median_low, per_hour, rate, ratio
-from harness.scenarios.checks.checkers import percentile
-from harness.waiting import poll
+from icefloe.harness.bench.options import BenchOptions, as_dict, command_line, parse
+from icefloe.harness.bench.report import Report
+from icefloe.harness.bench.stats import median_low, per_hour, rate, ratio
+from icefloe.harness.scenarios.checks.checkers import percentile
+from icefloe.harness.waiting import poll
 
 
 def test_percentile_is_an_observed_value_by_nearest_rank() -> None:
@@ -392,8 +392,8 @@ def test_write_puts_json_markdown_and_a_png_in_the_folder(tmp_path: Path) -> Non
 
 
 def test_icefloe_bench_is_a_command_of_the_cli() -> None:
-    from harness.cli.main import build_parser
+    from icefloe.harness.cli.main import build_parser
 
     args = build_parser().parse_args(["bench", "--rows", "5000", "--skip", "cluster"])
     assert args.rows == 5000 and args.skip == frozenset({"cluster"})
-    assert args.func.__module__ == "harness.cli.bench"
+    assert args.func.__module__ == "icefloe.harness.cli.bench"

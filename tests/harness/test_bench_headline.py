@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.bench import headline
-from harness.bench.figures import (
+from icefloe.harness.bench import headline
+from icefloe.harness.bench.figures import (
     ENGINE,
     KAFKA_CONNECT,
     LOADER,
@@ -21,12 +21,12 @@ from harness.bench.figures import (
     Throughput,
     median_run,
 )
-from harness.bench.loaders import driver_jvm
-from harness.bench.options import BenchOptions, command_line, parse
-from harness.bench.peers import worker_jvm
-from harness.bench.report import Report
-from harness.bench.run import schedule
-from loader.config import SparkConfig
+from icefloe.harness.bench.loaders import driver_jvm
+from icefloe.harness.bench.options import BenchOptions, command_line, parse
+from icefloe.harness.bench.peers import worker_jvm
+from icefloe.harness.bench.report import Report
+from icefloe.harness.bench.run import schedule
+from icefloe.loader.config import SparkConfig
 
 LOADER_JVM = "Java 21: -Xmx1g -XX:+UseG1GC -XX:TieredStopAtLevel=1"
 SINK_JVM = "Java 21: -Xms256m -Xmx2g -XX:+UseG1GC"

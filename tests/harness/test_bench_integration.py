@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from harness.bench.cores import MACHINE
-from harness.bench.options import parse
-from harness.bench.run import run
+from icefloe.harness.bench.cores import MACHINE
+from icefloe.harness.bench.options import parse
+from icefloe.harness.bench.run import run
 
 pytestmark = pytest.mark.integration
 

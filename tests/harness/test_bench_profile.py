@@ -7,9 +7,9 @@ import datetime as dt
 
 import pytest
 
-from harness.bench.figures import ENGINE, LOADER, LOADER_LOCAL, Throughput
-from harness.bench.profile import steps_from_log
-from harness.bench.report import Report
+from icefloe.harness.bench.figures import ENGINE, LOADER, LOADER_LOCAL, Throughput
+from icefloe.harness.bench.profile import steps_from_log
+from icefloe.harness.bench.report import Report
 
 START = dt.datetime(2026, 11, 28, 2, 55, 19, 500000).timestamp()
 LOG = """--- icefloe: starting loader at Sat Nov 28 02:55:19 2026 ---

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.catalogs import check
+from icefloe.harness.catalogs import check
 
 pytestmark = pytest.mark.integration
 

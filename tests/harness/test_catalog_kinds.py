@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.catalogs import kinds
-from harness.stack.config import StackConfig
-from harness.stack.credentials import load_or_create
-from harness.stack.lakehouse import Stack
+from icefloe.harness.catalogs import kinds
+from icefloe.harness.stack.config import StackConfig
+from icefloe.harness.stack.credentials import load_or_create
+from icefloe.harness.stack.lakehouse import Stack
 
 
 def test_every_kind_has_ports_and_state_of_its_own(tmp_path: Path) -> None:

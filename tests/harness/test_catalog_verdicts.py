@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.catalogs.verdicts import (
+from icefloe.harness.catalogs.verdicts import (
     ACKNOWLEDGED,
     KILL9,
     NO_ANSWER,

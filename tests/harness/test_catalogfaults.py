@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.history import History
-from harness.scenarios.checks.catalogfaults import check_catalog_faults_landed, landed_counts
-from harness.scenarios.checks.checkers import UNKNOWN, VALID, Observed
-from harness.stack.catalogproxy import EVENT_NAME
+from icefloe.harness.history import History
+from icefloe.harness.scenarios.checks.catalogfaults import (
+    check_catalog_faults_landed,
+    landed_counts,
+)
+from icefloe.harness.scenarios.checks.checkers import UNKNOWN, VALID, Observed
+from icefloe.harness.stack.catalogproxy import EVENT_NAME
 
 
 def history(tmp_path: Path, *firings: tuple[str, bool | None]) -> History:

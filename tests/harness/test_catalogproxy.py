@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from harness.history import History, select
-from harness.stack.catalogproxy import COMMIT_PATH, EVENT_NAME, CatalogProxy, Rule
+from icefloe.harness.history import History, select
+from icefloe.harness.stack.catalogproxy import COMMIT_PATH, EVENT_NAME, CatalogProxy, Rule
 
 COMMIT = "/v1/namespaces/ns/tables/t"
 
@@ -395,14 +395,14 @@ def test_bad_rules_are_refused() -> None:
 
 
 def test_runs_as_its_own_process(fake: FakeCatalog, tmp_path: Path) -> None:
-    from harness.stack.ports import free_port
+    from icefloe.harness.stack.ports import free_port
 
     port = free_port(18000)
     rule = json.dumps({"mode": "refuse", "times": None, "path": "/v1/config", "method": "GET"})
     root = Path(__file__).resolve().parents[2]
     proc = subprocess.Popen(
         [
-            *(sys.executable, "-m", "harness.stack.catalogproxy"),
+            *(sys.executable, "-m", "icefloe.harness.stack.catalogproxy"),
             *("--port", str(port), "--upstream", fake.url, "--rule", rule),
         ],
         stdout=subprocess.PIPE,
@@ -441,7 +441,7 @@ class _Run:
 def _fault(**params: Any) -> Any:
     import random
 
-    from harness.scenarios.faults import build_fault, parse_fault
+    from icefloe.harness.scenarios.faults import build_fault, parse_fault
 
     kind, parsed = parse_fault({"fault": "catalog_http", **params}, "test")
     return build_fault(kind, parsed, random.Random(1))
@@ -515,14 +515,14 @@ def test_the_fault_waits_for_its_firings_when_asked(fake: FakeCatalog) -> None:
 
 
 def test_a_run_without_a_catalog_proxy_skips_the_fault() -> None:
-    from harness.scenarios.faults import FaultSkipped
+    from icefloe.harness.scenarios.faults import FaultSkipped
 
     with pytest.raises(FaultSkipped, match="proxy"):
         _fault(mode="refuse").inject(_Run(None))
 
 
 def test_bad_fault_parameters_are_refused_when_read() -> None:
-    from harness.scenarios.params import ParamError
+    from icefloe.harness.scenarios.params import ParamError
 
     with pytest.raises(ParamError, match="mode"):
         _fault(mode="explode")
@@ -548,7 +548,7 @@ def test_a_black_hole_ends_when_the_client_gives_up(proxy: CatalogProxy, fake: F
 def test_a_run_gets_a_catalog_proxy_in_front_of_its_catalog(fake: FakeCatalog) -> None:
     from types import SimpleNamespace
 
-    from harness.scenarios.faults.commits import attach_catalog_proxy
+    from icefloe.harness.scenarios.faults.commits import attach_catalog_proxy
 
     run: Any = _Run(None)
     run.stack = SimpleNamespace(catalog_uri=fake.url)
@@ -596,8 +596,8 @@ def test_on_glue_the_fault_fires_on_update_table_only(fake: FakeCatalog) -> None
 
 
 def test_on_glue_a_multi_table_commit_is_no_request() -> None:
-    from harness.scenarios.faults import FaultSkipped
-    from harness.scenarios.faults.commits import CatalogHttpParams
+    from icefloe.harness.scenarios.faults import FaultSkipped
+    from icefloe.harness.scenarios.faults.commits import CatalogHttpParams
 
     with pytest.raises(FaultSkipped, match="glue catalog has no 'transaction'"):
         CatalogHttpParams(mode="refuse", on="transaction").rule("r", "glue")

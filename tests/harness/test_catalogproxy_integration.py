@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from harness.stack import keys
-from harness.stack.catalogproxy import CatalogProxy, Rule
+from icefloe.harness.stack import keys
+from icefloe.harness.stack.catalogproxy import CatalogProxy, Rule
 
 pytestmark = pytest.mark.integration
 

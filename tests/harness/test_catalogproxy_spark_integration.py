@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from harness.stack import keys
-from harness.stack.catalogproxy import CatalogProxy, Rule
+from icefloe.harness.stack import keys
+from icefloe.harness.stack.catalogproxy import CatalogProxy, Rule
 
 # py4j leaves the sockets of its finished callback connections to the garbage collector (as
 # in tests/loader/conftest.py): that ResourceWarning is py4j's, not the proxy's.
@@ -45,7 +45,7 @@ def proxy(stack: Any) -> Iterator[CatalogProxy]:
 
 @pytest.fixture(scope="module")
 def spark(stack: Any, proxy: CatalogProxy, tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from harness.loaders.config import provisioned_spark
+    from icefloe.harness.loaders.config import provisioned_spark
 
     runtime = provisioned_spark(stack.config.cache_dir)
     os.environ["JAVA_HOME"] = str(runtime.java_home)

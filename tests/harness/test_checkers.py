@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from harness.history import History
-from harness.observer import ICEFLOE
-from harness.scenarios.checks.checkers import (
+from icefloe.harness.history import History
+from icefloe.harness.observer import ICEFLOE
+from icefloe.harness.scenarios.checks.checkers import (
     INVALID,
     UNKNOWN,
     VALID,
@@ -20,8 +20,8 @@ from harness.scenarios.checks.checkers import (
     run_check,
     summarize,
 )
-from loader import keys
-from publisher.ledger import LedgerEntry
+from icefloe.loader import keys
+from icefloe.publisher.ledger import LedgerEntry
 
 TOPIC = "events"
 

@@ -7,8 +7,8 @@ import os
 import time
 from pathlib import Path
 
-from harness.provision.jdk import make_base_class_data
-from harness.provision.layout import CLASS_DATA_KEEP_S, Layout
+from icefloe.harness.provision.jdk import make_base_class_data
+from icefloe.harness.provision.layout import CLASS_DATA_KEEP_S, Layout
 
 
 def test_the_name_follows_the_java_and_the_jars(tmp_path: Path) -> None:

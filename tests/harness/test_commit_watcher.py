@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from harness.scenarios.faults.timing import CommitWatcher
+from icefloe.harness.scenarios.faults.timing import CommitWatcher
 
 
 def test_it_returns_the_snapshot_whose_manifest_list_appears(tmp_path: Path) -> None:

@@ -6,11 +6,15 @@ goes through ``harness.scenarios.checks.compare``; each anomaly it can name is s
 
 from __future__ import annotations
 
-from harness import verify
-from harness.scenarios.checks import compare
-from harness.scenarios.checks.compare import compare_dead_letters, compare_rows, rows_against_ledger
-from loader import keys
-from publisher.ledger import LedgerEntry
+from icefloe.harness import verify
+from icefloe.harness.scenarios.checks import compare
+from icefloe.harness.scenarios.checks.compare import (
+    compare_dead_letters,
+    compare_rows,
+    rows_against_ledger,
+)
+from icefloe.loader import keys
+from icefloe.publisher.ledger import LedgerEntry
 
 
 def entry(seq: int, status: str = "valid", delivered: bool = True) -> LedgerEntry:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.stack import config
+from icefloe.harness.stack import config
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +53,7 @@ def test_port_clash_refused(tmp_path: Path) -> None:
 def test_the_cli_shows_an_error_as_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness.cli.main import main
+    from icefloe.harness.cli.main import main
 
     path = tmp_path / "icefloe.toml"
     path.write_text("[stack]\ntrino_prot = 1\n")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.console import shared_prefix
+from icefloe.harness.console import shared_prefix
 
 
 def test_a_long_shared_prefix_is_cut_leaving_context() -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.stack.credentials import load_or_create
-from loader.secret import Secret
+from icefloe.harness.stack.credentials import load_or_create
+from icefloe.loader.secret import Secret
 
 
 def test_generated_once_and_private(tmp_path: Path) -> None:
@@ -36,7 +36,7 @@ def test_secret_never_shows_its_value() -> None:
 def test_down_without_a_run_directory_creates_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.cli.main import main
+    from icefloe.harness.cli.main import main
 
     missing = tmp_path / "never-up"
     monkeypatch.setenv("ICEFLOE_RUN_DIR", str(missing))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.stack import minio
+from icefloe.harness.stack import minio
 
 
 def _drive(monkeypatch: pytest.MonkeyPatch, total: int, free: int) -> None:

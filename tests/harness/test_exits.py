@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.history import History
-from harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from harness.scenarios.checks.exits import fault_windows  # importing it registers the checker
-from harness.scenarios.runner import mutate_history
+from icefloe.harness.history import History
+from icefloe.harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
+from icefloe.harness.scenarios.checks.exits import (
+    fault_windows,  # importing it registers the checker
+)
+from icefloe.harness.scenarios.runner import mutate_history
 
 CHECK = "loader_exits_explained"
 

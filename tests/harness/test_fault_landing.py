@@ -11,16 +11,22 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from harness.history import History, select
-from harness.loaders import process as loader_process
-from harness.loaders.process import LoaderProcess, _Start, armed_fault
-from harness.scenarios.faults.loader import _fired
-from loader.testing.faultpoints import KILL_AT_ENV, PAUSE_AT_ENV, PAUSE_DELAY_MS_ENV, TRACE_ENV
+from icefloe.harness.history import History, select
+from icefloe.harness.loaders import process as loader_process
+from icefloe.harness.loaders.process import LoaderProcess, _Start, armed_fault
+from icefloe.harness.scenarios.faults.loader import _fired
+from icefloe.loader.testing.faultpoints import (
+    KILL_AT_ENV,
+    PAUSE_AT_ENV,
+    PAUSE_DELAY_MS_ENV,
+    TRACE_ENV,
+)
 from tests.harness.fakes import RestCatalog
 
 # A stand-in for a loader's first batch: it passes the points named in argv, then exits 0.
 BATCH = (
-    "import sys; from loader.testing.faultpoints import FaultPoints; f = FaultPoints.from_env(); "
+    "import sys; from icefloe.loader.testing.faultpoints import FaultPoints; "
+    "f = FaultPoints.from_env(); "
     "[f.reached(p, 0) for p in sys.argv[1:]]"
 )
 
@@ -116,7 +122,7 @@ class FakeLoaders:
 
 
 def point_kill(loaders: FakeLoaders, point: str) -> dict[str, object]:
-    from harness.scenarios.faults.loader import KillLoader, KillLoaderParams
+    from icefloe.harness.scenarios.faults.loader import KillLoader, KillLoaderParams
 
     fault = KillLoader(KillLoaderParams(at=point, commit_timeout_s=0.1), random.Random(0))  # type: ignore[arg-type]
     assert fault.unpaced  # it waits for its point, not for a commit
@@ -187,9 +193,9 @@ def test_a_break_switches_parts_of_the_protocol_off_in_every_start(
     """A break's ``disable`` reaches each start of the loader as a test hook (not a setting),
     unlike the fault points, which arm the first starts only; the loader reads it back as its
     hooks' switches."""
-    from harness.loaders.base import TestHooks
-    from loader.run.job import hooks_from_env
-    from loader.testing.faultpoints import DISABLE_ENV
+    from icefloe.harness.loaders.base import TestHooks
+    from icefloe.loader.run.job import hooks_from_env
+    from icefloe.loader.testing.faultpoints import DISABLE_ENV
 
     config = SimpleNamespace(
         to_toml=lambda: "not = [valid\n", loader_id="l", trigger_interval=1.0,

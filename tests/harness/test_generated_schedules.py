@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from harness.history import History
-from harness.scenarios.faults import FAULTS, build_fault
-from harness.scenarios.faults.loader import KillLoader, KillLoaderParams
-from harness.scenarios.generative.generate import (
+from icefloe.harness.history import History
+from icefloe.harness.scenarios.faults import FAULTS, build_fault
+from icefloe.harness.scenarios.faults.loader import KillLoader, KillLoaderParams
+from icefloe.harness.scenarios.generative.generate import (
     INSIDE_BATCH,
     PROFILES,
     draw_schedule,
@@ -25,13 +25,13 @@ from harness.scenarios.generative.generate import (
     schedules,
     without_lanes,
 )
-from harness.scenarios.generative.tomlout import dumps
-from harness.scenarios.model import parse
-from harness.scenarios.params import ParamError, as_dict, parse_params
-from harness.scenarios.player import SchedulePlayer
-from harness.scenarios.reports.timeline import draw
-from harness.scenarios.schedule import Schedule, ScheduledFault
-from loader.testing.faultpoints import KILL_AFTER_COMMIT_ENV
+from icefloe.harness.scenarios.generative.tomlout import dumps
+from icefloe.harness.scenarios.model import parse
+from icefloe.harness.scenarios.params import ParamError, as_dict, parse_params
+from icefloe.harness.scenarios.player import SchedulePlayer
+from icefloe.harness.scenarios.reports.timeline import draw
+from icefloe.harness.scenarios.schedule import Schedule, ScheduledFault
+from icefloe.loader.testing.faultpoints import KILL_AFTER_COMMIT_ENV
 
 FAST = settings(
     max_examples=15,
@@ -247,8 +247,8 @@ def test_timeline_draws_faults_rows_and_the_first_failure(tmp_path: Path) -> Non
 def test_a_saved_run_is_judged_again_from_its_folder(tmp_path: Path) -> None:
     import json
 
-    from harness.scenarios.runner import judge, saved_run
-    from publisher.ledger import LedgerWriter
+    from icefloe.harness.scenarios.runner import judge, saved_run
+    from icefloe.publisher.ledger import LedgerWriter
 
     schedule = Schedule((ScheduledFault(1.0, "kill_loader", KillLoaderParams()),))
     doc = scenario_doc(schedule, PROFILES["break"], name="generated")
@@ -282,10 +282,10 @@ def test_a_failing_search_is_shrunk_and_written_as_a_scenario_file(
     failing schedule is written as a file that reads back as the same scenario."""
     import json
 
-    from harness.scenarios.checks.checkers import CheckResult
-    from harness.scenarios.generative import explore as explore_module
-    from harness.scenarios.model import load
-    from harness.scenarios.runner import RunResult
+    from icefloe.harness.scenarios.checks.checkers import CheckResult
+    from icefloe.harness.scenarios.generative import explore as explore_module
+    from icefloe.harness.scenarios.model import load
+    from icefloe.harness.scenarios.runner import RunResult
 
     def run(scenario: Any, stack: Any, options: Any) -> RunResult:
         broken = "zombie_loader" in json.dumps(scenario.doc, default=str)

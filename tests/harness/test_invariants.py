@@ -8,16 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.history import History
-from harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from harness.scenarios.checks.invariants import LedgerIndex, LiveJudge
-from harness.scenarios.checks.observe import (
+from icefloe.harness.history import History
+from icefloe.harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
+from icefloe.harness.scenarios.checks.invariants import LedgerIndex, LiveJudge
+from icefloe.harness.scenarios.checks.observe import (
     dead_letters,
     first_seen,
     ids_timeline,
     removed_by_retention,
 )
-from publisher.ledger import LedgerEntry
+from icefloe.publisher.ledger import LedgerEntry
 
 TOPIC = "events"
 PREFIX = "aaaaaaaa-bbbb-4ccc-addd-"  # a phase's 24-character event-id prefix
@@ -70,7 +70,7 @@ def table(counts: dict[str, int]) -> tuple[str, str, str, dict[str, Any]]:
 
 
 def check(name: str, history: History, ledger: list[LedgerEntry] = LEDGER) -> Any:
-    from harness.scenarios.checks.observe import table_counts
+    from icefloe.harness.scenarios.checks.observe import table_counts
 
     observed = Observed(table_counts(history), dead_letters(history))
     return run_check(name, history, ledger, observed)
@@ -333,7 +333,7 @@ def test_one_owner_unknown_without_loader_commits() -> None:
 
 
 def test_read_errors_are_counted_and_named() -> None:
-    from harness.scenarios.checks.observe import read_errors
+    from icefloe.harness.scenarios.checks.observe import read_errors
 
     failed = ("read", "fail", "ids", {"error": "connection refused"})
     ok_read = ("read", "ok", "ids", {"added": [eid(0)]})
@@ -352,7 +352,7 @@ def test_read_errors_are_counted_and_named() -> None:
 def test_the_take_table_back_break_makes_a_valid_history_fail_one_owner() -> None:
     """After a take-over by a second process, the first one's take-over again is ``taken_back``;
     with one process only, nobody's hold ended and the mutation cannot be seen."""
-    from harness.scenarios.runner import mutate_history
+    from icefloe.harness.scenarios.runner import mutate_history
 
     history = hist(
         commits(commit(1, "p1", claim=True), commit(2, "p1", staged=True)),
@@ -366,7 +366,7 @@ def test_the_take_table_back_break_makes_a_valid_history_fail_one_owner() -> Non
 
 
 def test_the_duplicate_dead_letters_break_makes_a_valid_read_fail_both_letter_checks() -> None:
-    from harness.scenarios.runner import mutate
+    from icefloe.harness.scenarios.runner import mutate
 
     history = hist(("read", "ok", "dead_letters", {"values": [letter(3)]}))
     observed = Observed({}, dead_letters(history))

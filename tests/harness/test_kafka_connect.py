@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.loaders.kafka_connect import (
+from icefloe.harness.loaders.kafka_connect import (
     DEFAULT_COMMIT_INTERVAL_MS,
     ENV_S3_SECRET_KEY,
     KafkaConnectSettings,
@@ -15,9 +15,9 @@ from harness.loaders.kafka_connect import (
     parse_status,
     worker_properties,
 )
-from harness.provision import ivy, versions
-from harness.provision.kafka_connect import PLUGIN_NAME, KafkaConnectJars
-from harness.provision.layout import Layout
+from icefloe.harness.provision import ivy, versions
+from icefloe.harness.provision.kafka_connect import PLUGIN_NAME, KafkaConnectJars
+from icefloe.harness.provision.layout import Layout
 
 TABLE = "lake.demo.events"
 
@@ -172,10 +172,10 @@ def test_provisioned_folders_are_versioned_and_not_provisioned_in_an_empty_cache
 def test_connect_dead_letters_are_read_by_the_sinks_observer() -> None:
     """The sink's observer reads a Connect dead letter's source from its context headers and
     its reason from the exception, and names no kit error kind (its words are its own)."""
-    from harness.loaders.base import LoaderTarget
-    from harness.loaders.kafka_connect import KafkaConnectKind
-    from harness.verify import compare_dead_letters
-    from publisher.ledger import Ledger, LedgerEntry
+    from icefloe.harness.loaders.base import LoaderTarget
+    from icefloe.harness.loaders.kafka_connect import KafkaConnectKind
+    from icefloe.harness.verify import compare_dead_letters
+    from icefloe.publisher.ledger import Ledger, LedgerEntry
 
     observer = KafkaConnectKind().observer(
         LoaderTarget("sink", "lake.s.t", ("events",), "events.dlq", Path("state"))
@@ -204,8 +204,8 @@ def test_connect_dead_letters_are_read_by_the_sinks_observer() -> None:
 
 
 def test_the_sinks_observer_reads_the_record_a_failed_task_names() -> None:
-    from harness.loaders.base import LoaderTarget
-    from harness.loaders.kafka_connect import KafkaConnectKind
+    from icefloe.harness.loaders.base import LoaderTarget
+    from icefloe.harness.loaders.kafka_connect import KafkaConnectKind
 
     observer = KafkaConnectKind().observer(
         LoaderTarget("sink", "lake.s.t", ("events",), None, Path("state"))
@@ -229,7 +229,7 @@ def test_the_worker_is_given_its_files_by_absolute_names(
     ``reports/``) would be read from there, and the worker would exit at once."""
     from types import SimpleNamespace
 
-    from harness.loaders.kafka_connect import KafkaConnectSink
+    from icefloe.harness.loaders.kafka_connect import KafkaConnectSink
 
     monkeypatch.chdir(tmp_path)
     stack = SimpleNamespace(config=SimpleNamespace(cache_dir=tmp_path / "cache"))

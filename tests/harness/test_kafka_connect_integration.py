@@ -17,18 +17,18 @@ from typing import Any
 
 import pytest
 
-from harness import verify
-from harness.loaders.base import LoaderTarget
-from harness.loaders.kafka_connect import (
+from icefloe.harness import verify
+from icefloe.harness.loaders.base import LoaderTarget
+from icefloe.harness.loaders.kafka_connect import (
     KafkaConnectKind,
     KafkaConnectSettings,
     KafkaConnectSink,
 )
-from harness.pytest_plugin import unique_name
-from harness.stack.tables import EVENT_ID_COLUMN
-from publisher.clock import ClockConfig
-from publisher.messages import GenerationConfig
-from publisher.producer import Publisher, PublisherConfig
+from icefloe.harness.pytest_plugin import unique_name
+from icefloe.harness.stack.tables import EVENT_ID_COLUMN
+from icefloe.publisher.clock import ClockConfig
+from icefloe.publisher.messages import GenerationConfig
+from icefloe.publisher.producer import Publisher, PublisherConfig
 
 pytestmark = pytest.mark.integration
 

@@ -3,8 +3,8 @@ the point they were armed at, from a made-up history (no services)."""
 
 from __future__ import annotations
 
-from harness.history import History
-from harness.scenarios.checks.landed import fault_counts
+from icefloe.harness.history import History
+from icefloe.harness.scenarios.checks.landed import fault_counts
 
 
 def _landed(history: History, pid: int, point: str, action: str, **landed: str) -> None:

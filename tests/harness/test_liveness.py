@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.history import History
-from harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from harness.scenarios.checks.liveness import (
+from icefloe.harness.history import History
+from icefloe.harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
+from icefloe.harness.scenarios.checks.liveness import (
     CUT,
     EXITED,
     NO_WORK,
@@ -19,7 +19,7 @@ from harness.scenarios.checks.liveness import (
     Heal,
     judge_windows,
 )
-from publisher.ledger import LedgerEntry
+from icefloe.publisher.ledger import LedgerEntry
 
 
 def published(*times: float) -> list[LedgerEntry]:

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.cli.main import build_parser
-from harness.loaders.config import StackDefaults
-from loader.secret import Secret
+from icefloe.harness.cli.main import build_parser
+from icefloe.harness.loaders.config import StackDefaults
+from icefloe.loader.secret import Secret
 from tests.harness.fakes import RestCatalog
 
 
@@ -58,8 +58,8 @@ def test_maintain_reads_durations_and_keeps_zero() -> None:
 
 def _offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     """The stub stack, with the Spark settings passed through (no provisioned jars needed)."""
-    from harness.loaders import config
-    from loader.config import SparkConfig
+    from icefloe.harness.loaders import config
+    from icefloe.loader.config import SparkConfig
 
     monkeypatch.setattr(config, "provisioned_spark", lambda cache, spark: spark or SparkConfig())
     stack = _stack(tmp_path)
@@ -71,8 +71,8 @@ def test_a_supervised_loader_keeps_sparks_scratch_beside_its_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A loader the harness kills with kill -9 leaves its spark-* folder in the run's folder."""
-    from harness.loaders.icefloe import icefloe_config
-    from harness.loaders.process import placed
+    from icefloe.harness.loaders.icefloe import icefloe_config
+    from icefloe.harness.loaders.process import placed
 
     stack = _offline(tmp_path, monkeypatch)
     checkpoint = tmp_path / "loader" / "checkpoint"
@@ -100,10 +100,10 @@ def test_a_harness_loader_takes_the_loaders_defaults(
 ) -> None:
     """One record, one default: what a harness loader leaves out is the loader's own, and the
     harness means something else in one setting only (``HARNESS_SETTINGS``, which says why)."""
-    from harness.loaders.icefloe import HARNESS_SETTINGS, icefloe_config
-    from harness.scenarios.loaders import LoaderOptions
-    from loader.config import LoaderConfig
-    from loader.settings import default, keys
+    from icefloe.harness.loaders.icefloe import HARNESS_SETTINGS, icefloe_config
+    from icefloe.harness.scenarios.loaders import LoaderOptions
+    from icefloe.loader.config import LoaderConfig
+    from icefloe.loader.settings import default, keys
 
     cfg = icefloe_config(_offline(tmp_path, monkeypatch), "lake.s.t", ("t",), loader_id="l1")
     stacks = {"table", "loader_id", "metrics_port", "spark.jars", "spark.java_home"}
@@ -127,11 +127,11 @@ def test_a_harness_loader_without_a_batch_limit_runs_without_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What the harness believes is what the loader process reads from the file."""
-    from harness.loaders.base import LoaderTarget
-    from harness.loaders.icefloe import IcefloeKind
-    from harness.loaders.process import SECRET_ENV
-    from harness.scenarios.loaders import LoaderOptions
-    from loader.config import load_config
+    from icefloe.harness.loaders.base import LoaderTarget
+    from icefloe.harness.loaders.icefloe import IcefloeKind
+    from icefloe.harness.loaders.process import SECRET_ENV
+    from icefloe.harness.scenarios.loaders import LoaderOptions
+    from icefloe.loader.config import load_config
 
     stack = _offline(tmp_path, monkeypatch)
     for table, cap in (({}, None), ({"kafka.max_offsets_per_trigger": 300}, 300)):
@@ -149,8 +149,8 @@ def test_a_harness_loader_without_a_batch_limit_runs_without_one(
 def test_settings_are_read_as_the_loader_reads_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from harness.loaders.icefloe import icefloe_config
-    from loader.errors import ConfigError
+    from icefloe.harness.loaders.icefloe import icefloe_config
+    from icefloe.loader.errors import ConfigError
 
     stack = _offline(tmp_path, monkeypatch)
     settings = {
@@ -199,11 +199,11 @@ def test_loader_start_flags_become_the_loaders_settings(
 ) -> None:
     """``icefloe loader start`` runs the loader's own defaults (its batch cap included), but
     for its loader id and metrics port."""
-    from harness.cli.loader import start_flags
-    from harness.loaders.background import flags_config
-    from loader.config import LoaderConfig
-    from loader.errors import ConfigError
-    from loader.settings import default, flag_values
+    from icefloe.harness.cli.loader import start_flags
+    from icefloe.harness.loaders.background import flags_config
+    from icefloe.loader.config import LoaderConfig
+    from icefloe.loader.errors import ConfigError
+    from icefloe.loader.settings import default, flag_values
 
     stack = _offline(tmp_path, monkeypatch)
     argv = ["loader", "start", "--name", "w", "--table", "lake.s.t", "--kafka-topics", "a,b"]
@@ -236,12 +236,12 @@ def test_a_scenario_loader_is_the_loaders_own_config_with_its_defaults(
 ) -> None:
     """A scenario's [loader] table becomes the loader's own model: what it leaves out is the
     loader's default, what it sets is read by the loader's codecs, and the file says so."""
-    from harness.loaders.base import LoaderTarget
-    from harness.loaders.icefloe import IcefloeKind
-    from harness.loaders.process import SECRET_ENV, placed
-    from harness.scenarios.loaders import LoaderOptions
-    from loader.config import LoaderConfig, load_config
-    from loader.settings import default
+    from icefloe.harness.loaders.base import LoaderTarget
+    from icefloe.harness.loaders.icefloe import IcefloeKind
+    from icefloe.harness.loaders.process import SECRET_ENV, placed
+    from icefloe.harness.scenarios.loaders import LoaderOptions
+    from icefloe.loader.config import LoaderConfig, load_config
+    from icefloe.loader.settings import default
 
     stack = _offline(tmp_path, monkeypatch)
     kind = IcefloeKind()
@@ -322,11 +322,11 @@ def test_generated_scenario_loaders_round_trip_through_their_file(
 ) -> None:
     """Generated [loader] tables (no limit included: a cap of 0, or none given) through the
     harness's path into the loader's file and back: the loader reads what the harness built."""
-    from harness.loaders.base import LoaderTarget
-    from harness.loaders.icefloe import IcefloeKind
-    from harness.loaders.process import SECRET_ENV, placed
-    from harness.scenarios.loaders import LoaderOptions
-    from loader.config import load_config
+    from icefloe.harness.loaders.base import LoaderTarget
+    from icefloe.harness.loaders.icefloe import IcefloeKind
+    from icefloe.harness.loaders.process import SECRET_ENV, placed
+    from icefloe.harness.scenarios.loaders import LoaderOptions
+    from icefloe.loader.config import load_config
 
     table: dict[str, object] = {"trigger_interval": trigger, **flags}
     if cap is not None:

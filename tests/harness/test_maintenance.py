@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from harness import maintenance
+from icefloe.harness import maintenance
 
 TABLE = "lake.s.t"
 # What Trino said when the REST catalog refused an optimize racing the loader's commit.
@@ -98,8 +98,8 @@ def test_a_retention_delete_that_landed_while_trino_was_lost_still_says_what_it_
     import random
     from types import SimpleNamespace
 
-    from harness.history import History
-    from harness.scenarios.faults import maintenance as faults
+    from icefloe.harness.history import History
+    from icefloe.harness.scenarios.faults import maintenance as faults
 
     monkeypatch.setattr(faults.time, "sleep", lambda s: None)
     client = _LostTrino()

@@ -20,15 +20,15 @@ from typing import Any
 
 import pytest
 
-from harness import maintenance, verify
-from harness.history import History
-from harness.loaders.base import TestHooks
-from harness.loaders.icefloe import icefloe_config
-from harness.loaders.process import LoaderProcess
-from harness.stack.tables import EVENT_ID_COLUMN
-from publisher.clock import ClockConfig
-from publisher.messages import GenerationConfig
-from publisher.producer import Publisher, PublisherConfig
+from icefloe.harness import maintenance, verify
+from icefloe.harness.history import History
+from icefloe.harness.loaders.base import TestHooks
+from icefloe.harness.loaders.icefloe import icefloe_config
+from icefloe.harness.loaders.process import LoaderProcess
+from icefloe.harness.stack.tables import EVENT_ID_COLUMN
+from icefloe.publisher.clock import ClockConfig
+from icefloe.publisher.messages import GenerationConfig
+from icefloe.publisher.producer import Publisher, PublisherConfig
 
 pytestmark = pytest.mark.integration
 
@@ -90,7 +90,7 @@ def test_maintenance_while_loading_loses_and_doubles_nothing(
 
         loader.process.resume()
         stream.join(timeout=120)
-        from harness.cli.main import main
+        from icefloe.harness.cli.main import main
 
         every = main(["maintain", "optimize", table, "--every", "2s", "--times", "2"])
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from harness.history import History, select
-from harness.scenarios.faults.loader import KillLoaderParams
-from harness.scenarios.model import ScenarioError, parse
-from harness.scenarios.steps.faulting import FaultStep, Nemesis, nemesis
+from icefloe.harness.history import History, select
+from icefloe.harness.scenarios.faults.loader import KillLoaderParams
+from icefloe.harness.scenarios.model import ScenarioError, parse
+from icefloe.harness.scenarios.steps.faulting import FaultStep, Nemesis, nemesis
 
 
 class ScriptedRun:

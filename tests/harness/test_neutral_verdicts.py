@@ -11,11 +11,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from harness.history import History
-from harness.observer import GROUP, SUMMARY, Observer
-from harness.scenarios.checks import liveness, storage  # noqa: F401  (registers their checks)
-from harness.scenarios.checks.checkers import INVALID, NOT_APPLICABLE, VALID, Observed, run_check
-from publisher.ledger import LedgerEntry
+from icefloe.harness.history import History
+from icefloe.harness.observer import GROUP, SUMMARY, Observer
+from icefloe.harness.scenarios.checks import liveness, storage  # noqa: F401  (registers their checks)
+from icefloe.harness.scenarios.checks.checkers import (
+    INVALID,
+    NOT_APPLICABLE,
+    VALID,
+    Observed,
+    run_check,
+)
+from icefloe.publisher.ledger import LedgerEntry
 
 TOPIC = "events"
 KEY = "my.offsets"
@@ -209,10 +215,10 @@ def test_checks_that_cannot_apply_to_a_loader_say_so() -> None:
 
 def test_every_kinds_observer_survives_its_record_in_a_history(tmp_path: Any) -> None:
     """What a run records of its loader is what a later check reads (``scenario check``)."""
-    from harness.loaders.base import LoaderTarget
-    from harness.loaders.icefloe import IcefloeKind
-    from harness.loaders.kafka_connect import KafkaConnectKind
-    from harness.observer import observer_of
+    from icefloe.harness.loaders.base import LoaderTarget
+    from icefloe.harness.loaders.icefloe import IcefloeKind
+    from icefloe.harness.loaders.kafka_connect import KafkaConnectKind
+    from icefloe.harness.observer import observer_of
 
     target = LoaderTarget("l", "lake.s.t", (TOPIC,), "dlq", tmp_path)
     for kind in (IcefloeKind(), KafkaConnectKind()):
@@ -224,7 +230,7 @@ def test_every_kinds_observer_survives_its_record_in_a_history(tmp_path: Any) ->
 
 
 def test_rows_without_an_id_are_each_unexpected_and_name_no_message() -> None:
-    from harness.observer import NO_ID
+    from icefloe.harness.observer import NO_ID
 
     history = History.of([observer_event(SUMMARY_LOADER)])
     present = [e.event_id for e in LEDGER]

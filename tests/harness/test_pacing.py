@@ -9,15 +9,15 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 
-from harness.history import History, select
-from harness.scenarios.faults import FAULTS, build_fault
-from harness.scenarios.faults.loader import KillLoaderParams, ZombieLoader, ZombieParams
-from harness.scenarios.generative.generate import PROFILES, ZOMBIE_POINTS, schedules
-from harness.scenarios.pacing import LoaderPacer, Pace, committed_batches
-from harness.scenarios.params import parse_params
-from harness.scenarios.player import SchedulePlayer
-from harness.scenarios.schedule import Schedule, ScheduledFault
-from loader.testing.faultpoints import PAUSE_AFTER_COMMITS_ENV, PAUSE_AT_ENV, POINTS
+from icefloe.harness.history import History, select
+from icefloe.harness.scenarios.faults import FAULTS, build_fault
+from icefloe.harness.scenarios.faults.loader import KillLoaderParams, ZombieLoader, ZombieParams
+from icefloe.harness.scenarios.generative.generate import PROFILES, ZOMBIE_POINTS, schedules
+from icefloe.harness.scenarios.pacing import LoaderPacer, Pace, committed_batches
+from icefloe.harness.scenarios.params import parse_params
+from icefloe.harness.scenarios.player import SchedulePlayer
+from icefloe.harness.scenarios.schedule import Schedule, ScheduledFault
+from icefloe.loader.testing.faultpoints import PAUSE_AFTER_COMMITS_ENV, PAUSE_AT_ENV, POINTS
 
 # Lines as the loader writes them (loader/run/job.py, loader/commit/sink.py).
 STARTED = "2026-11-22 20:35:39,462 INFO icefloe.loader: starting lake.s.t at earliest\n"
@@ -271,8 +271,8 @@ class HookedRun(FakeRun):
 
 
 def test_the_catch_up_runs_a_loader_without_the_hook_armed_for_a_fault_cut_off() -> None:
-    from harness.scenarios.generative.soak import clear_loader_hooks
-    from loader.testing.faultpoints import KILL_AFTER_COMMIT_ENV
+    from icefloe.harness.scenarios.generative.soak import clear_loader_hooks
+    from icefloe.loader.testing.faultpoints import KILL_AFTER_COMMIT_ENV
 
     run = HookedRun({KILL_AFTER_COMMIT_ENV: "1"})
     run.loaders.armed = {PAUSE_AT_ENV: "write"}  # armed for a start that will not come
@@ -299,7 +299,7 @@ class RestartLoaders(FakeLoaders):
 
 
 def test_a_kill_healed_again_does_not_start_a_second_loader() -> None:
-    from harness.scenarios.faults.loader import KillLoader
+    from icefloe.harness.scenarios.faults.loader import KillLoader
 
     run = FakeRun()
     run.loaders = RestartLoaders(running=False)  # type: ignore[assignment]
@@ -334,7 +334,7 @@ class HealingRun(FakeRun):
 
 
 def test_the_schedule_step_heals_what_a_failed_heal_left_before_the_checks() -> None:
-    from harness.scenarios.steps.faulting import PlaySchedule, schedule
+    from icefloe.harness.scenarios.steps.faulting import PlaySchedule, schedule
 
     run = HealingRun()
     burst = parse_params(FAULTS["burst"].params, {}, "x")
@@ -381,8 +381,8 @@ class StartingLoaders(RestartLoaders):
 
 
 def test_a_start_up_kill_says_where_it_landed_and_skips_a_loader_that_is_down() -> None:
-    from harness.scenarios.faults import FaultSkipped
-    from harness.scenarios.faults.loader import KillLoader
+    from icefloe.harness.scenarios.faults import FaultSkipped
+    from icefloe.harness.scenarios.faults.loader import KillLoader
 
     run = FakeRun()
     run.loaders = StartingLoaders(running=True)  # type: ignore[assignment]
@@ -484,7 +484,7 @@ def zombie_run(loaders: SuccessorLoaders, owners: list[str | None]) -> FakeRun:
 
 
 def test_a_start_up_zombie_thaws_once_the_successor_has_taken_over(monkeypatch: Any) -> None:
-    from harness.scenarios.faults import loader as faults
+    from icefloe.harness.scenarios.faults import loader as faults
 
     monkeypatch.setattr(faults, "TAKE_OVER_POLL_S", 0.01)
     loaders = SuccessorLoaders(Successor("b"))
@@ -496,7 +496,7 @@ def test_a_start_up_zombie_thaws_once_the_successor_has_taken_over(monkeypatch: 
 
 
 def test_a_successor_that_exits_before_its_take_over_ends_the_wait(monkeypatch: Any) -> None:
-    from harness.scenarios.faults import loader as faults
+    from icefloe.harness.scenarios.faults import loader as faults
 
     monkeypatch.setattr(faults, "TAKE_OVER_POLL_S", 0.01)
     loaders = SuccessorLoaders(Successor("b", running=False))
@@ -510,7 +510,7 @@ def test_a_successor_that_exits_before_its_take_over_ends_the_wait(monkeypatch: 
 def test_soak_zombies_frozen_at_start_up_wait_only_for_the_take_over() -> None:
     from hypothesis import strategies as st
 
-    from harness.scenarios.generative.generate import _loader_event
+    from icefloe.harness.scenarios.generative.generate import _loader_event
 
     profile = PROFILES["soak"]
 

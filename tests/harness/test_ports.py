@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.stack.config import StackConfig
-from harness.stack.credentials import S3Credentials
-from harness.stack.ports import PortTaken, await_free, free_port, port_is_free
-from harness.stack.readiness import PortOpen, Readiness
-from harness.stack.service import LocalService
-from loader.secret import Secret
+from icefloe.harness.stack.config import StackConfig
+from icefloe.harness.stack.credentials import S3Credentials
+from icefloe.harness.stack.ports import PortTaken, await_free, free_port, port_is_free
+from icefloe.harness.stack.readiness import PortOpen, Readiness
+from icefloe.harness.stack.service import LocalService
+from icefloe.loader.secret import Secret
 
 
 @pytest.fixture
@@ -95,7 +95,7 @@ class _Sleeper(LocalService):
 def test_a_service_does_not_start_on_a_port_another_program_holds(
     listener: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("harness.stack.ports.RELEASE_WAIT_S", 0.3)
+    monkeypatch.setattr("icefloe.harness.stack.ports.RELEASE_WAIT_S", 0.3)
     config = StackConfig(trino_port=listener, run_dir=tmp_path, cache_dir=tmp_path)
     service = _Sleeper(config, listener)
     with pytest.raises(PortTaken, match="ICEFLOE_STACK_TRINO_PORT"):

@@ -10,9 +10,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.stack import process as process_module
-from harness.stack.process import ManagedProcess
-from harness.stack.readiness import PortOpen, ServiceStartTimeout, wait_ready
+from icefloe.harness.stack import process as process_module
+from icefloe.harness.stack.process import ManagedProcess
+from icefloe.harness.stack.readiness import PortOpen, ServiceStartTimeout, wait_ready
 
 _SLEEPER = [sys.executable, "-c", "import time; print('sleeper up', flush=True); time.sleep(600)"]
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.provision import go
-from harness.provision import steps as provision
-from harness.provision.layout import Layout, cache_dir
+from icefloe.harness.provision import go
+from icefloe.harness.provision import steps as provision
+from icefloe.harness.provision.layout import Layout, cache_dir
 
 
 def test_second_run_does_nothing(

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.provision import early, go, steps
-from harness.provision.layout import Layout
-from harness.provision.steps import Step, Timing, critical_path, report_lines
+from icefloe.harness.provision import early, go, steps
+from icefloe.harness.provision.layout import Layout
+from icefloe.harness.provision.steps import Step, Timing, critical_path, report_lines
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -72,7 +72,7 @@ def test_the_early_module_runs_on_the_standard_library_alone(tmp_path: Path) -> 
     # What `make provision` runs before the virtualenv exists: no third-party import may load.
     code = (
         "import sys; sys.modules['rich'] = None; sys.modules['pyspark'] = None; "
-        "sys.modules['pyiceberg'] = None; import harness.provision.early as e; "
+        "sys.modules['pyiceberg'] = None; import icefloe.harness.provision.early as e; "
         "print(e.folder(e.Layout(e.cache_dir())))"
     )
     env = {"ICEFLOE_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"}
@@ -150,6 +150,6 @@ def test_the_critical_path_is_the_chain_that_ended_last() -> None:
 def test_make_provision_starts_the_minio_build_before_the_virtualenv() -> None:
     makefile = (REPO / "Makefile").read_text()
     assert "provision: early-minio venv " in makefile
-    assert "-m harness.provision.early start" in makefile
+    assert "-m icefloe.harness.provision.early start" in makefile
     minio = next(s for s in steps.steps(Layout(Path("/nonexistent"))) if s.name.startswith("minio"))
     assert minio.beside

@@ -10,9 +10,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from harness.history import History, select
-from harness.loaders import process as loader_process
-from harness.loaders.process import LoaderProcess
+from icefloe.harness.history import History, select
+from icefloe.harness.loaders import process as loader_process
+from icefloe.harness.loaders.process import LoaderProcess
 
 # A stand-in for a thawed zombie: it steps down (exit 3) after ``delay`` seconds.
 STEP_DOWN = "import sys, time; time.sleep(float(sys.argv[1])); sys.exit(3)"

@@ -8,19 +8,19 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.history import History, select
-from harness.loaders.base import TestHooks
-from harness.loaders.icefloe import icefloe_config
-from harness.loaders.process import LoaderProcess
-from harness.provision import jdk, versions
-from harness.provision.layout import Layout
-from harness.scenarios.checks.checkers import CHECKERS, CheckResult
-from harness.scenarios.model import PROFILES, ScenarioError, discover, find, load, parse
-from harness.scenarios.reports import report
-from harness.scenarios.runner import RunResult, settle_at_the_end
-from loader.config import load_config
-from loader.secret import Secret
-from loader.testing.faultpoints import KILL_AFTER_COMMIT_ENV
+from icefloe.harness.history import History, select
+from icefloe.harness.loaders.base import TestHooks
+from icefloe.harness.loaders.icefloe import icefloe_config
+from icefloe.harness.loaders.process import LoaderProcess
+from icefloe.harness.provision import jdk, versions
+from icefloe.harness.provision.layout import Layout
+from icefloe.harness.scenarios.checks.checkers import CHECKERS, CheckResult
+from icefloe.harness.scenarios.model import PROFILES, ScenarioError, discover, find, load, parse
+from icefloe.harness.scenarios.reports import report
+from icefloe.harness.scenarios.runner import RunResult, settle_at_the_end
+from icefloe.loader.config import load_config
+from icefloe.loader.secret import Secret
+from icefloe.loader.testing.faultpoints import KILL_AFTER_COMMIT_ENV
 from tests.harness.fakes import RestCatalog
 
 MINIMAL = {"steps": [{"do": "start_loader"}], "checks": [{"check": "exactly_once"}]}

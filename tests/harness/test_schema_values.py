@@ -13,17 +13,17 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.history import History
-from harness.scenarios.checks import invariants  # noqa: F401  (registers values_match_ledger)
-from harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from harness.scenarios.checks.schemahistory import (
+from icefloe.harness.history import History
+from icefloe.harness.scenarios.checks import invariants  # noqa: F401  (registers values_match_ledger)
+from icefloe.harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
+from icefloe.harness.scenarios.checks.schemahistory import (
     SchemaChange,
     SchemaTimeline,
     names_over_time,
     schema_changes,
     states_of,
 )
-from publisher.ledger import LedgerEntry
+from icefloe.publisher.ledger import LedgerEntry
 
 TABLE = "lake.s.t"
 
@@ -185,10 +185,10 @@ def test_the_rows_compared_are_regenerated_with_the_phase_seed_and_the_runs_pool
     another run's pools."""
     import dataclasses as dc
 
-    from harness.scenarios.checks.observe import observed
-    from harness.scenarios.traffic import Workload, as_dict, generation
-    from publisher.ledger import LedgerWriter
-    from publisher.messages import generate
+    from icefloe.harness.scenarios.checks.observe import observed
+    from icefloe.harness.scenarios.traffic import Workload, as_dict, generation
+    from icefloe.publisher.ledger import LedgerWriter
+    from icefloe.publisher.messages import generate
 
     workload = Workload(count=20)
     sent = list(generate(generation(workload, 5, pool_seed=77), 20))

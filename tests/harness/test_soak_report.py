@@ -7,10 +7,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from harness.history import History
-from harness.scenarios.checks.landed import fault_counts
-from harness.scenarios.generative.soak import SoakResult, _tally
-from harness.scenarios.generative.soakreport import summary
+from icefloe.harness.history import History
+from icefloe.harness.scenarios.checks.landed import fault_counts
+from icefloe.harness.scenarios.generative.soak import SoakResult, _tally
+from icefloe.harness.scenarios.generative.soakreport import summary
 
 
 def _fault(history: History, kind: str, lane: str, name: str | None = None, **data: Any) -> None:

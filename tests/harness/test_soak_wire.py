@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from harness.scenarios.generative.generate import (
+from icefloe.harness.scenarios.generative.generate import (
     PROFILES,
     SOAK_LOADER,
     WorldOptions,
     scenario_doc,
     schedules,
 )
-from harness.scenarios.model import parse
+from icefloe.harness.scenarios.model import parse
 
 WIRE = {"catalog_http", "wire_latency", "wire_reset_peer", "wire_limit_data", "wire_bandwidth"}
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.provision import jdk
+from icefloe.harness.provision import jdk
 
 
 def _runtime(root: Path, modules: str) -> Path:

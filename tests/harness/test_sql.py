@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.stack.sql import split_statements
+from icefloe.harness.stack.sql import split_statements
 
 
 def test_split_respects_quotes() -> None:
@@ -11,7 +11,7 @@ def test_split_respects_quotes() -> None:
 
 
 def test_reference_ddl_quotes_keywords() -> None:
-    from harness.stack.tables import create_table_sql
+    from icefloe.harness.stack.tables import create_table_sql
 
     ddl = create_table_sql("lake.s.t")
     assert '"timestamp" TIMESTAMP(6) WITH TIME ZONE' in ddl

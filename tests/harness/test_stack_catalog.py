@@ -8,17 +8,17 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.loaders.base import Capability
-from harness.loaders.capabilities import catalog_limits, needs, not_applicable
-from harness.loaders.config import StackDefaults
-from harness.scenarios import model
-from harness.stack import config as stack_config
-from harness.stack import keys
-from harness.stack.catalog import Catalog
-from harness.stack.config import CATALOG_RECORD, StackConfig
-from harness.stack.glue import Glue
-from harness.stack.lakehouse import Stack
-from harness.stack.trino import Trino
+from icefloe.harness.loaders.base import Capability
+from icefloe.harness.loaders.capabilities import catalog_limits, needs, not_applicable
+from icefloe.harness.loaders.config import StackDefaults
+from icefloe.harness.scenarios import model
+from icefloe.harness.stack import config as stack_config
+from icefloe.harness.stack import keys
+from icefloe.harness.stack.catalog import Catalog
+from icefloe.harness.stack.config import CATALOG_RECORD, StackConfig
+from icefloe.harness.stack.glue import Glue
+from icefloe.harness.stack.lakehouse import Stack
+from icefloe.harness.stack.trino import Trino
 
 
 def _config(tmp_path: Path, **settings: object) -> StackConfig:

@@ -11,7 +11,7 @@ from typing import Any
 import psutil
 import pytest
 
-from harness.stack.tables import REFERENCE_COLUMNS
+from icefloe.harness.stack.tables import REFERENCE_COLUMNS
 from tests.harness.sample_rows import SAMPLE_ROWS_SQL
 
 pytestmark = pytest.mark.integration

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.history import History
-from harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from harness.scenarios.checks.storage import (
+from icefloe.harness.history import History
+from icefloe.harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
+from icefloe.harness.scenarios.checks.storage import (
     SnapshotFact,
     absent_files,
     files_added_twice,
@@ -142,7 +142,7 @@ def test_staged_snapshots_bounded_valid_invalid_unknown() -> None:
 
 
 def test_storage_checks_are_registered_for_scenario_files() -> None:
-    from harness.scenarios.checks import liveness, storage  # noqa: F401  (what model.parse imports)
-    from harness.scenarios.checks.checkers import CHECKERS
+    from icefloe.harness.scenarios.checks import liveness, storage  # noqa: F401  (what model.parse imports)
+    from icefloe.harness.scenarios.checks.checkers import CHECKERS
 
     assert {*storage.CHECKS, "liveness"} <= set(CHECKERS)

@@ -26,16 +26,16 @@ from typing import Any
 
 import pytest
 
-from harness.history import History, select
-from harness.observer import ICEFLOE
-from harness.pytest_plugin import backend_of, unique_name
-from harness.scenarios.checks import liveness  # noqa: F401  (registers the checker)
-from harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from harness.scenarios.checks.storage import entries_from_manifests, read_storage
-from harness.scenarios.client import RecordingClient
-from harness.stack.keys import TRINO_CATALOG as LAKE
-from loader import keys
-from publisher.ledger import LedgerEntry
+from icefloe.harness.history import History, select
+from icefloe.harness.observer import ICEFLOE
+from icefloe.harness.pytest_plugin import backend_of, unique_name
+from icefloe.harness.scenarios.checks import liveness  # noqa: F401  (registers the checker)
+from icefloe.harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
+from icefloe.harness.scenarios.checks.storage import entries_from_manifests, read_storage
+from icefloe.harness.scenarios.client import RecordingClient
+from icefloe.harness.stack.keys import TRINO_CATALOG as LAKE
+from icefloe.loader import keys
+from icefloe.publisher.ledger import LedgerEntry
 
 pytestmark = pytest.mark.integration
 
@@ -144,8 +144,8 @@ _WRITER = textwrap.dedent(
     """
     import sys, time
     import pyarrow as pa
-    from harness.stack.backends import make_stack
-    from harness.stack.config import load
+    from icefloe.harness.stack.backends import make_stack
+    from icefloe.harness.stack.config import load
     table, backend, key, loader_id = sys.argv[1:5]
     tbl = make_stack(load(), backend).pyiceberg_catalog().load_table(table)
     i = 0

@@ -10,15 +10,15 @@ from typing import Any
 
 import pytest
 
-from harness.provision import steps
-from harness.provision.layout import Layout
-from harness.scenarios.faults import FAULTS, build_fault, parse_fault
-from harness.scenarios.params import ParamError
-from harness.stack import config as stack_config
-from harness.stack.config import StackConfig
-from harness.stack.kafka import Kafka
-from harness.stack.ports import free_port
-from harness.stack.toxiproxy import (
+from icefloe.harness.provision import steps
+from icefloe.harness.provision.layout import Layout
+from icefloe.harness.scenarios.faults import FAULTS, build_fault, parse_fault
+from icefloe.harness.scenarios.params import ParamError
+from icefloe.harness.stack import config as stack_config
+from icefloe.harness.stack.config import StackConfig
+from icefloe.harness.stack.kafka import Kafka
+from icefloe.harness.stack.ports import free_port
+from icefloe.harness.stack.toxiproxy import (
     PROXIED,
     FakeToxiproxyApi,
     Toxic,
@@ -198,8 +198,8 @@ def test_toxiproxy_is_no_default_step_but_can_be_asked_for(
 
 
 def test_provision_with_toxiproxy_on_the_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.cli import main as cli_main
-    from harness.cli import stack as cli_stack
+    from icefloe.harness.cli import main as cli_main
+    from icefloe.harness.cli import stack as cli_stack
 
     assert cli_stack.OPTIONAL_ARTIFACTS == steps.OPTIONAL
     asked: list[Any] = []
@@ -209,7 +209,7 @@ def test_provision_with_toxiproxy_on_the_command_line(monkeypatch: pytest.Monkey
 
 
 def test_its_image_is_optional_and_copies_the_provisioned_server(tmp_path: Path) -> None:
-    from harness.containers import images
+    from icefloe.harness.containers import images
 
     layout = Layout(tmp_path)
     (spec,) = [s for s in images.optional_image_specs(layout) if s.service == "toxiproxy"]
@@ -220,7 +220,7 @@ def test_its_image_is_optional_and_copies_the_provisioned_server(tmp_path: Path)
 
 
 def test_the_stack_knows_toxiproxy_but_does_not_start_it(tmp_path: Path) -> None:
-    from harness.stack.lakehouse import Stack
+    from icefloe.harness.stack.lakehouse import Stack
 
     stack = Stack(_config(tmp_path))
     assert stack.service("toxiproxy") is stack.toxiproxy

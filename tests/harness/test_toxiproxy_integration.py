@@ -16,10 +16,10 @@ import psutil
 import pytest
 import requests
 
-from harness.scenarios.faults import build_fault, parse_fault
-from harness.stack.kafka import Kafka
-from harness.stack.ports import free_port
-from harness.stack.toxiproxy import Toxic, Toxiproxy, proxy_specs
+from icefloe.harness.scenarios.faults import build_fault, parse_fault
+from icefloe.harness.stack.kafka import Kafka
+from icefloe.harness.stack.ports import free_port
+from icefloe.harness.stack.toxiproxy import Toxic, Toxiproxy, proxy_specs
 
 pytestmark = pytest.mark.integration
 
@@ -73,7 +73,7 @@ def _metadata(bootstrap: str) -> tuple[float, Any]:
 def _s3_list(stack: Any, endpoint: str) -> float:
     from pyarrow import fs
 
-    from harness.stack import keys
+    from icefloe.harness.stack import keys
 
     s3 = fs.S3FileSystem(
         access_key=stack.credentials.access_key,

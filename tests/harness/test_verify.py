@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.verify import compare_dead_letters, compare_rows
-from loader import keys
-from publisher.ledger import Ledger, LedgerWriter
+from icefloe.harness.verify import compare_dead_letters, compare_rows
+from icefloe.loader import keys
+from icefloe.publisher.ledger import Ledger, LedgerWriter
 
 
 def test_exactly_once_when_every_id_is_there_once() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib.metadata import version
 
-from harness.provision import ivy, versions
+from icefloe.harness.provision import ivy, versions
 
 
 def test_pyspark_matches_the_spark_extras() -> None:
@@ -40,7 +40,7 @@ def test_ivy_module_pins_overrides_after_the_dependencies() -> None:
 
 
 def test_java_ranges_cover_a_pypi_jdk() -> None:
-    from harness.provision import jdk
+    from icefloe.harness.provision import jdk
 
     for low_high in versions.JAVA_RANGES.values():
         assert jdk.pypi_jdk_version(low_high)

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from harness.waiting import poll
+from icefloe.harness.waiting import poll
 
 
 def test_it_returns_the_first_value_that_satisfies_the_condition() -> None:

@@ -2,7 +2,7 @@
 
 Spark takes 20-40 s to start on a small machine, so in-process integration
 tests share one session (``spark``); tests that must kill the loader run it
-as a subprocess (``python -m loader``) instead.
+as a subprocess (``python -m icefloe.loader``) instead.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from harness.loaders.config import stack_loader_config
-from harness.waiting import poll
-from loader.config import LoaderConfig
-from loader.secret import Secret
+from icefloe.harness.loaders.config import stack_loader_config
+from icefloe.harness.waiting import poll
+from icefloe.loader.config import LoaderConfig
+from icefloe.loader.secret import Secret
 
 
 def make_config(
@@ -72,7 +72,7 @@ def spark(
     stack: Any, s3_secret_file: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Any]:
     """One Spark session with the `lake` catalog, shared by in-process loader tests."""
-    from loader.run.spark import session
+    from icefloe.loader.run.spark import session
 
     checkpoint = tmp_path_factory.mktemp("spark") / "checkpoint"
     spark = session(
@@ -107,7 +107,7 @@ def produce(stack: Any) -> Iterator[Callable[..., None]]:
 
 def reference_values(count: int, seed: int = 1) -> list[tuple[str, bytes]]:
     """``count`` valid reference rows as (event_id, JSON bytes) from the publisher's generator."""
-    from publisher.messages import GenerationConfig, generate
+    from icefloe.publisher.messages import GenerationConfig, generate
 
     out = []
     for message in generate(GenerationConfig(seed=seed), count):

@@ -1,7 +1,7 @@
 """A loader as a subprocess for tests that kill, freeze or thaw it: its own process group, its log
 in a file.
 
-``python -m loader --config FILE`` starts in a new session, so its process group holds the
+``python -m icefloe.loader --config FILE`` starts in a new session, so its process group holds the
 Python driver and Spark's JVM: a signal to the group reaches both. Spark's Python daemon and its
 workers put themselves in a group of their own: a kill of the group ends them too (the daemon
 exits when the JVM is gone), a freeze leaves them waiting on the frozen JVM.
@@ -21,7 +21,7 @@ from typing import Any
 
 import psutil
 
-from loader import keys
+from icefloe.loader import keys
 from tests.loader.conftest import loader_env, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +40,7 @@ class LoaderProcess:
         self.log = log
         self._out = log.open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "loader", "--config", str(config)],
+            [sys.executable, "-m", "icefloe.loader", "--config", str(config)],
             cwd=ROOT,
             env={**loader_env(), **(env or {})},
             stdout=self._out,

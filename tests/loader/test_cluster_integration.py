@@ -34,7 +34,7 @@ from typing import Any
 
 import pytest
 
-from harness.loaders.cluster import (
+from icefloe.harness.loaders.cluster import (
     Cluster,
     Daemon,
     master_state,
@@ -43,7 +43,7 @@ from harness.loaders.cluster import (
     standalone_cluster,
     submit_argv,
 )
-from harness.stack.tables import EVENT_ID_COLUMN
+from icefloe.harness.stack.tables import EVENT_ID_COLUMN
 from tests.loader.conftest import loader_env, reference_values, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from loader.cli import build_parser
-from loader.config import (
+from icefloe.loader.cli import build_parser
+from icefloe.loader.config import (
     REMOVED,
     CatalogConfig,
     KafkaConfig,
@@ -19,9 +19,9 @@ from loader.config import (
     TableId,
     load_config,
 )
-from loader.errors import ConfigError
-from loader.ext.transforms import CaseFormat, Projection
-from loader.settings import keys
+from icefloe.loader.errors import ConfigError
+from icefloe.loader.ext.transforms import CaseFormat, Projection
+from icefloe.loader.settings import keys
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "loader" / "example.toml"
 PASSWORD = 'pa$$w0rd-"quoted"'
@@ -318,7 +318,7 @@ def test_spark_settings(tmp_path: Path) -> None:
 
 
 def test_the_jvm_logs_at_the_configured_level_from_its_first_line(tmp_path: Path) -> None:
-    from loader.run import spark
+    from icefloe.loader.run import spark
 
     cfg = load(tmp_path, MINIMAL + '[spark]\nlog_level = "warn"\n')
     options = spark._builder_options(cfg)["spark.driver.extraJavaOptions"].split()
@@ -333,7 +333,7 @@ def test_in_local_mode_the_jars_go_on_the_class_path_not_through_spark_jars(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``spark.jars`` in local mode copies every jar into a temp folder a killed loader leaves."""
-    from loader.run import spark
+    from icefloe.loader.run import spark
 
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     jars = {"ICEFLOE_LOADER_SPARK_JARS": "/a.jar,/b.jar"}
@@ -349,7 +349,7 @@ def test_in_local_mode_the_jars_go_on_the_class_path_not_through_spark_jars(
 def test_spark_local_dir_is_set_only_when_configured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from loader.run import spark
+    from icefloe.loader.run import spark
 
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     plain = spark._builder_options(load(tmp_path))
@@ -368,7 +368,7 @@ def test_spark_local_dir_is_set_only_when_configured(
 def test_the_class_data_options_follow_the_log_options(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from loader.run import spark
+    from icefloe.loader.run import spark
 
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     options = spark._builder_options(load(tmp_path), "-XX:SharedArchiveFile=/c/l.jsa")
@@ -380,7 +380,7 @@ def test_the_class_data_options_follow_the_log_options(
 def test_the_driver_jvm_runs_the_configured_collector(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from loader.run import spark
+    from icefloe.loader.run import spark
 
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
 
@@ -557,7 +557,7 @@ def test_programs_build_the_model_directly() -> None:
 def test_without_jars_and_outside_spark_submit_the_session_says_what_to_set(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from loader.run.spark import session
+    from icefloe.loader.run.spark import session
 
     monkeypatch.delenv("PYSPARK_GATEWAY_PORT", raising=False)
     with pytest.raises(ConfigError, match=r"\[spark\] jars.*ICEFLOE_LOADER_SPARK_JARS"):
@@ -579,7 +579,7 @@ class _Offered:
 
 
 def test_defaults_fill_only_what_no_layer_sets(tmp_path: Path) -> None:
-    from loader.config import from_args
+    from icefloe.loader.config import from_args
 
     offered = _Offered(
         {
@@ -606,7 +606,7 @@ def test_defaults_fill_only_what_no_layer_sets(tmp_path: Path) -> None:
 
 
 def test_a_default_for_an_unknown_setting_is_an_error() -> None:
-    from loader.config import from_args
+    from icefloe.loader.config import from_args
 
     args = build_parser().parse_args(["--table", "lake.s.t", "--kafka-topics", "t"])
     with pytest.raises(ConfigError, match=r"unknown setting 'kafka\.bootstrp' in the test's stack"):
@@ -616,7 +616,7 @@ def test_a_default_for_an_unknown_setting_is_an_error() -> None:
 def test_config_action_prints_a_file_that_loads_back(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from loader.cli import run
+    from icefloe.loader.cli import run
 
     path = write(tmp_path, MINIMAL)
     assert run(build_parser().parse_args(["config", "--config", str(path)])) == 0
@@ -625,9 +625,9 @@ def test_config_action_prints_a_file_that_loads_back(
 
 
 def test_spark_catalog_sends_no_metrics_reports_and_holds_the_secret_only_when_asked() -> None:
-    from loader import keys as loader_keys
-    from loader.config import Secret
-    from loader.run.spark import catalog_options
+    from icefloe.loader import keys as loader_keys
+    from icefloe.loader.config import Secret
+    from icefloe.loader.run.spark import catalog_options
 
     cfg = LoaderConfig(
         table=TableId.parse("lake.s.t"),
@@ -643,8 +643,8 @@ def test_spark_catalog_sends_no_metrics_reports_and_holds_the_secret_only_when_a
 
 
 def test_a_glue_catalog_needs_no_uri_and_gives_spark_the_glue_catalog_without_a_lock() -> None:
-    from loader import catalogs
-    from loader.run.spark import catalog_options
+    from icefloe.loader import catalogs
+    from icefloe.loader.run.spark import catalog_options
 
     cat = CatalogConfig(type="glue", glue_endpoint="http://127.0.0.1:4566", s3_region="eu-west-1")
     cfg = LoaderConfig(

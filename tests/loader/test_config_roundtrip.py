@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, assume, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from loader import settings
-from loader.config import (
+from icefloe.loader import settings
+from icefloe.loader.config import (
     JVM_COLLECTORS,
     JVM_COMPILERS,
     SASL_MECHANISMS,
@@ -34,9 +34,9 @@ from loader.config import (
     TableId,
     load_config,
 )
-from loader.errors import ConfigError
-from loader.ext.transforms import CaseFormat, JsonPointer, Projection
-from loader.secret import Secret
+from icefloe.loader.errors import ConfigError
+from icefloe.loader.ext.transforms import CaseFormat, JsonPointer, Projection
+from icefloe.loader.secret import Secret
 
 # -- values ------------------------------------------------------------------------------
 

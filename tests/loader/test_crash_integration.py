@@ -1,6 +1,6 @@
 """kill -9 of a loader subprocess: exactly-once holds with the guard, and breaks without it.
 
-The loader runs as ``python -m loader --config FILE``.  The fault hook
+The loader runs as ``python -m icefloe.loader --config FILE``.  The fault hook
 ``ICEFLOE_TEST_KILL_AFTER_COMMIT=N`` makes it SIGKILL itself right after its
 N-th Iceberg commit, before Spark records the batch in its checkpoint: the
 moment where a naive loader duplicates the batch on restart.
@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from harness.stack.tables import EVENT_ID_COLUMN
-from loader import keys
-from loader.commit.offsets import decode_offsets
-from loader.testing.faultpoints import DISABLE_ENV, KILL_AFTER_COMMIT_ENV
+from icefloe.harness.stack.tables import EVENT_ID_COLUMN
+from icefloe.loader import keys
+from icefloe.loader.commit.offsets import decode_offsets
+from icefloe.loader.testing.faultpoints import DISABLE_ENV, KILL_AFTER_COMMIT_ENV
 from tests.loader.conftest import reference_values, wait_until
 from tests.loader.processes import LoaderProcess, counts, load_all_then_stop, loader_snapshots
 

@@ -1,6 +1,6 @@
 """Dead letters are sent once, also when the loader dies between their flush and the commit.
 
-The loader runs as ``python -m loader --config FILE``. The fault hook
+The loader runs as ``python -m icefloe.loader --config FILE``. The fault hook
 ``ICEFLOE_TEST_KILL_AT=dead_lettered`` makes it SIGKILL itself right after Kafka acknowledged
 the first batch's dead letters, before the commit that records the batch: its restart finds
 them in the dead-letter topic's tail (``DeadLetterProducer.recover``) and does not send them
@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from harness.stack.tables import EVENT_ID_COLUMN
-from loader import keys
-from loader.testing.faultpoints import KILL_AT_ENV, TRACE_ENV, read_trace
+from icefloe.harness.stack.tables import EVENT_ID_COLUMN
+from icefloe.loader import keys
+from icefloe.loader.testing.faultpoints import KILL_AT_ENV, TRACE_ENV, read_trace
 from tests.loader.conftest import reference_values
 from tests.loader.processes import LoaderProcess, counts, load_all_then_stop
 from tests.loader.test_loader_integration import MALFORMED, consume

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from harness import maintenance
-from harness.stack.tables import EVENT_ID_COLUMN
-from loader import keys
+from icefloe.harness import maintenance
+from icefloe.harness.stack.tables import EVENT_ID_COLUMN
+from icefloe.loader import keys
 from tests.loader.conftest import reference_values, wait_until
 from tests.loader.processes import LoaderProcess, counts, kill_if_running
 

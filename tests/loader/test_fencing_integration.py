@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from harness.stack.tables import EVENT_ID_COLUMN
-from loader import keys
-from loader.commit.table import CLOCK_SKEW_MS, now_ms
-from loader.errors import EXIT_NOT_OWNER
-from loader.testing.faultpoints import (
+from icefloe.harness.stack.tables import EVENT_ID_COLUMN
+from icefloe.loader import keys
+from icefloe.loader.commit.table import CLOCK_SKEW_MS, now_ms
+from icefloe.loader.errors import EXIT_NOT_OWNER
+from icefloe.loader.testing.faultpoints import (
     DISABLE_ENV,
     PAUSE_AFTER_COMMITS_ENV,
     PAUSE_AT_ENV,

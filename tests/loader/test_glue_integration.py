@@ -2,7 +2,7 @@
 kill -9 right after a commit, and the fence against a loader frozen past its lease.
 
 Tables are made and counted through Trino's ``glue`` catalog, their snapshots read with
-pyiceberg's Glue catalog; the loaders run as ``python -m loader`` with ``[catalog] type =
+pyiceberg's Glue catalog; the loaders run as ``python -m icefloe.loader`` with ``[catalog] type =
 "glue"``, signing their Glue requests with the AWS default chain (their environment, which
 they inherit from this process).
 """
@@ -19,16 +19,16 @@ from typing import Any
 
 import pytest
 
-from harness.loaders.config import stack_loader_config
-from harness.pytest_plugin import unique_name
-from harness.stack import keys as stack_keys
-from harness.stack.glue import client_environment
-from harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
-from loader import catalogs, keys
-from loader.config import LoaderConfig
-from loader.errors import EXIT_NOT_OWNER
-from loader.secret import Secret
-from loader.testing.faultpoints import KILL_AFTER_COMMIT_ENV
+from icefloe.harness.loaders.config import stack_loader_config
+from icefloe.harness.pytest_plugin import unique_name
+from icefloe.harness.stack import keys as stack_keys
+from icefloe.harness.stack.glue import client_environment
+from icefloe.harness.stack.tables import EVENT_ID_COLUMN, create_table_sql
+from icefloe.loader import catalogs, keys
+from icefloe.loader.config import LoaderConfig
+from icefloe.loader.errors import EXIT_NOT_OWNER
+from icefloe.loader.secret import Secret
+from icefloe.loader.testing.faultpoints import KILL_AFTER_COMMIT_ENV
 from tests.loader.conftest import reference_values, wait_until
 from tests.loader.processes import LoaderProcess, counts, kill_if_running
 from tests.loader.test_fencing_integration import _freeze_a_then_take_over, _unpublished_of

@@ -19,28 +19,29 @@ from pathlib import Path
 
 import pytest
 
-import loader
+from icefloe import loader
 
 ROOT = Path(loader.__file__).parent
 
-OPT_IN = ("loader.ext", "loader.testing")
+OPT_IN = ("icefloe.loader.ext", "icefloe.loader.testing")
 """The packages imported only when the configuration (or the test kit) asks for them."""
 
 PLUG_POINTS = {
-    "loader.config": {"loader.ext.transforms"},  # reads [transform] settings when set
-    "loader.decode.record": {"loader.ext.transforms"},  # applies them when set
-    "loader.run.job": {
-        "loader.ext.classdata",
-        "loader.ext.fastpath.onepass",
-        "loader.ext.firstslice",
-        "loader.testing.faultpoints",
+    # reads [transform] settings when set
+    "icefloe.loader.config": {"icefloe.loader.ext.transforms"},
+    "icefloe.loader.decode.record": {"icefloe.loader.ext.transforms"},  # applies them when set
+    "icefloe.loader.run.job": {
+        "icefloe.loader.ext.classdata",
+        "icefloe.loader.ext.fastpath.onepass",
+        "icefloe.loader.ext.firstslice",
+        "icefloe.loader.testing.faultpoints",
     },
 }
 """Where an extension is plugged in, and which: inside a function, when configured."""
 
 
 def _module(path: Path) -> str:
-    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    parts = path.relative_to(ROOT.parents[1]).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -55,8 +56,12 @@ def _imports(path: Path) -> list[tuple[str, str]]:
     def visit(node: ast.AST, when: str) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.Import):
-                found.extend((a.name, when) for a in child.names if a.name.startswith("loader"))
-            elif isinstance(child, ast.ImportFrom) and (child.module or "").startswith("loader"):
+                found.extend(
+                    (a.name, when) for a in child.names if a.name.startswith("icefloe.loader")
+                )
+            elif isinstance(child, ast.ImportFrom) and (child.module or "").startswith(
+                "icefloe.loader"
+            ):
                 assert child.module is not None
                 found.append((child.module, when))
                 found.extend((f"{child.module}.{a.name}", when) for a in child.names)
@@ -81,13 +86,13 @@ SOURCES = sorted(ROOT.rglob("*.py"))
 def test_the_core_imports_no_extension_nor_what_runs_it() -> None:
     """``loader/commit/`` names neither an extension nor the test kit's hooks, not even for
     type checkers or inside a function; nor the job that drives it."""
-    core = [p for p in SOURCES if _module(p).startswith("loader.commit")]
+    core = [p for p in SOURCES if _module(p).startswith("icefloe.loader.commit")]
     assert len(core) >= 5
     wrong = [
         f"{_module(path)} imports {name} {when}"
         for path in core
         for name, when in _imports(path)
-        if _within(name, (*OPT_IN, "loader.run", "loader.cli"))
+        if _within(name, (*OPT_IN, "icefloe.loader.run", "icefloe.loader.cli"))
     ]
     assert wrong == []
 
@@ -113,20 +118,20 @@ def test_extensions_are_imported_only_where_they_are_plugged_in() -> None:
                 wrong.append(f"{module} imports {name} {when}")
     assert wrong == []
     onepass = _imports(ROOT / "ext" / "fastpath" / "onepass.py")
-    assert any(_within(name, ("loader.commit",)) for name, _ in onepass)
+    assert any(_within(name, ("icefloe.loader.commit",)) for name, _ in onepass)
 
 
 PROBE = """
 import json, sys
 from pathlib import Path
 
-from loader import cli
-from loader.commit import sink
-from loader.config import load_config
-from loader.decode.batch import decode_arrow
-from loader.decode.record import KafkaMeta, RecordDecoder
-from loader.run.job import LoaderJob
-from loader.run import status
+from icefloe.loader import cli
+from icefloe.loader.commit import sink
+from icefloe.loader.config import load_config
+from icefloe.loader.decode.batch import decode_arrow
+from icefloe.loader.decode.record import KafkaMeta, RecordDecoder
+from icefloe.loader.run.job import LoaderJob
+from icefloe.loader.run import status
 from pyiceberg.schema import Schema
 from pyiceberg.types import LongType, NestedField
 import pyarrow as pa
@@ -143,7 +148,7 @@ records = pa.table({
     "headers": pa.array([[]], pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))),
 })
 decode_arrow(records, decoder)
-print(json.dumps(sorted(m for m in sys.modules if m.startswith("loader"))))
+print(json.dumps(sorted(m for m in sys.modules if m.startswith("icefloe.loader"))))
 """
 
 PLAIN = """
@@ -188,7 +193,7 @@ def test_a_plain_configuration_never_imports_the_extensions(tmp_path: Path) -> N
     the configuration is read, the job built with its plug-ins, a record decoded, and not one
     module of ``loader/ext/`` or ``loader/testing/`` is imported."""
     modules = _imported(tmp_path, PLAIN, {})
-    assert "loader.commit.sink" in modules and "loader.run.job" in modules
+    assert "icefloe.loader.commit.sink" in modules and "icefloe.loader.run.job" in modules
     assert [m for m in modules if _within(m, OPT_IN)] == []
 
 
@@ -199,15 +204,18 @@ def test_a_plain_configuration_never_imports_the_extensions(tmp_path: Path) -> N
             EVERYTHING,
             {},
             {
-                "loader.ext.transforms",
-                "loader.ext.fastpath.onepass",
-                "loader.ext.firstslice",
-                "loader.ext.classdata",
+                "icefloe.loader.ext.transforms",
+                "icefloe.loader.ext.fastpath.onepass",
+                "icefloe.loader.ext.firstslice",
+                "icefloe.loader.ext.classdata",
             },
             id="configured",
         ),
         pytest.param(
-            PLAIN, {"ICEFLOE_TEST_TRACE": "trace"}, {"loader.testing.faultpoints"}, id="test-kit"
+            PLAIN,
+            {"ICEFLOE_TEST_TRACE": "trace"},
+            {"icefloe.loader.testing.faultpoints"},
+            id="test-kit",
         ),
     ],
 )

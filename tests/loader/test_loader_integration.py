@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from harness.stack.tables import EVENT_ID_COLUMN
-from loader import keys
-from loader.config import LoaderConfig
-from loader.errors import ConcurrentLoader, PoisonMessage
-from loader.run.job import LoaderJob
-from loader.run.status import read_status
+from icefloe.harness.stack.tables import EVENT_ID_COLUMN
+from icefloe.loader import keys
+from icefloe.loader.config import LoaderConfig
+from icefloe.loader.errors import ConcurrentLoader, PoisonMessage
+from icefloe.loader.run.job import LoaderJob
+from icefloe.loader.run.status import read_status
 from tests.loader.conftest import reference_values, wait_until
 from tests.loader.processes import loader_snapshots
 

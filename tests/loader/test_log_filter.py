@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from loader.cli import Py4JRetryNotice
+from icefloe.loader.cli import Py4JRetryNotice
 
 
 def _record(name: str, level: int, message: str) -> logging.LogRecord:

@@ -21,26 +21,26 @@ PROGRAM = r"""
 import importlib, io, json, pkgutil, sys
 from contextlib import redirect_stderr
 
-sys.modules["harness"] = None  # `import harness` now raises ModuleNotFoundError
-sys.modules["publisher"] = None
+sys.modules["icefloe.harness"] = None  # `from icefloe import harness` now raises ImportError
+sys.modules["icefloe.publisher"] = None
 try:
-    import harness
+    from icefloe import harness
     raise SystemExit("harness is importable")
-except ModuleNotFoundError:
+except ImportError:
     pass
 
-import loader
+from icefloe import loader
 for module in pkgutil.iter_modules(loader.__path__):
-    importlib.import_module(f"loader.{module.name}")
+    importlib.import_module(f"icefloe.loader.{module.name}")
 
 import pyarrow as pa
 from pyiceberg import types as it
 from pyiceberg.schema import Schema
 
-from loader.decode.batch import REJECT_COLUMN, decode_arrow, merge_side
-from loader.cli import main
-from loader.config import load_config
-from loader.decode.record import RecordDecoder
+from icefloe.loader.decode.batch import REJECT_COLUMN, decode_arrow, merge_side
+from icefloe.loader.cli import main
+from icefloe.loader.config import load_config
+from icefloe.loader.decode.record import RecordDecoder
 
 config = load_config(sys.argv[1])
 schema = Schema(it.NestedField(1, "id", it.LongType(), required=False))
@@ -68,7 +68,8 @@ print(json.dumps({
     "run": [code, err.getvalue()],
     "modules": sorted(
         m for m, mod in sys.modules.items()
-        if m.split(".")[0] in ("harness", "publisher") and mod is not None
+        if m.split(".")[:2] in (["icefloe", "harness"], ["icefloe", "publisher"])
+        and mod is not None
     ),
 }))
 """

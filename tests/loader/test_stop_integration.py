@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from harness.stack.tables import EVENT_ID_COLUMN
+from icefloe.harness.stack.tables import EVENT_ID_COLUMN
 from tests.loader.conftest import reference_values, wait_until
 from tests.loader.processes import LoaderProcess, counts, kill_if_running, load_all_then_stop
 

@@ -1,6 +1,6 @@
 """The loader behind a catalog that loses answers, refuses, stalls and black-holes.
 
-The loader runs as ``python -m loader --config FILE`` with its catalog URL pointed at an
+The loader runs as ``python -m icefloe.loader --config FILE`` with its catalog URL pointed at an
 HTTP-aware fault proxy (``harness.stack.catalogproxy``); Trino and the checks read the catalog
 directly. Three promises are checked on the real stack:
 
@@ -23,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from harness.scenarios.checks.storage import entries_from_manifests, files_added_twice
-from harness.stack.catalogproxy import CatalogProxy, Rule
-from harness.stack.tables import EVENT_ID_COLUMN
+from icefloe.harness.scenarios.checks.storage import entries_from_manifests, files_added_twice
+from icefloe.harness.stack.catalogproxy import CatalogProxy, Rule
+from icefloe.harness.stack.tables import EVENT_ID_COLUMN
 from tests.loader.conftest import reference_values, wait_until
 from tests.loader.processes import LoaderProcess, counts, kill_if_running, loader_snapshots
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from publisher import cli
+from icefloe.publisher import cli
 
 
 def test_add_parser_wires_publish_into_an_entry_point() -> None:
@@ -93,7 +93,7 @@ def test_schema_file(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> No
 
 def test_python_dash_m_runs_standalone() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "publisher", "--one", "--dry-run", "--seed", "1"],
+        [sys.executable, "-m", "icefloe.publisher", "--one", "--dry-run", "--seed", "1"],
         capture_output=True,
         text=True,
         check=True,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from publisher.clock import (
+from icefloe.publisher.clock import (
     ClockConfig,
     EventClock,
     format_date,

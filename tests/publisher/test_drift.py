@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from loader.decode.parse import parse_row
-from publisher.drift import DriftConfig, ExtraFieldSpec, camel_case
-from publisher.messages import GenerationConfig, generate
-from publisher.rows import REFERENCE_COLUMNS, reference_schema
+from icefloe.loader.decode.parse import parse_row
+from icefloe.publisher.drift import DriftConfig, ExtraFieldSpec, camel_case
+from icefloe.publisher.messages import GenerationConfig, generate
+from icefloe.publisher.rows import REFERENCE_COLUMNS, reference_schema
 
 
 def drifted(count: int = 50, **drift: object) -> list[dict[str, object]]:

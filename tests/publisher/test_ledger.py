@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from publisher.ledger import Ledger, LedgerWriter
+from icefloe.publisher.ledger import Ledger, LedgerWriter
 
 
 def write(path: Path) -> None:

@@ -8,17 +8,17 @@ import pytest
 from pyiceberg.schema import Schema
 from pyiceberg.types import BooleanType, NestedField, StringType
 
-from loader.decode.parse import DEFAULT_MAX_BYTES, parse_row
-from loader.errors import MalformedRecord
-from publisher.clock import ClockConfig, EventClock
-from publisher.malformations import (
+from icefloe.loader.decode.parse import DEFAULT_MAX_BYTES, parse_row
+from icefloe.loader.errors import MalformedRecord
+from icefloe.publisher.clock import ClockConfig, EventClock
+from icefloe.publisher.malformations import (
     MALFORMATIONS,
     MalformationContext,
     resolve_kinds,
 )
-from publisher.messages import GenerationConfig, generate
-from publisher.rows import ReferencePools, ReferenceRows, reference_schema
-from publisher.schema_rows import SchemaRows
+from icefloe.publisher.messages import GenerationConfig, generate
+from icefloe.publisher.rows import ReferencePools, ReferenceRows, reference_schema
+from icefloe.publisher.schema_rows import SchemaRows
 from tests.publisher.schemas import all_types_schema
 
 LOADER_KINDS = {

@@ -9,8 +9,8 @@ from collections import Counter
 
 import pytest
 
-from publisher.clock import ClockConfig
-from publisher.messages import (
+from icefloe.publisher.clock import ClockConfig
+from icefloe.publisher.messages import (
     HEADER_EVENT_ID,
     HEADER_KIND,
     GenerationConfig,
@@ -128,7 +128,7 @@ def test_describe_is_json() -> None:
 def test_phases_sharing_a_pool_seed_draw_from_one_set_of_pools() -> None:
     """``pool_seed`` seeds the value pools in place of ``seed``: two phases of one run build
     them once, their rows still differ, and a phase regenerates exactly as it was sent."""
-    from publisher.rows import ReferencePools
+    from icefloe.publisher.rows import ReferencePools
 
     def values(config: GenerationConfig) -> list[str | None]:
         return [m.value for m in generate(config, 50)]

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
-from publisher.fakes import FakeProducer
-from publisher.ledger import Ledger
-from publisher.messages import GenerationConfig, generate
-from publisher.producer import Publisher, PublisherConfig, PublishFailed
+from icefloe.publisher.fakes import FakeProducer
+from icefloe.publisher.ledger import Ledger
+from icefloe.publisher.messages import GenerationConfig, generate
+from icefloe.publisher.producer import Publisher, PublisherConfig, PublishFailed
 
 
 def publisher(

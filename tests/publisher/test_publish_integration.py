@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from publisher.ledger import Ledger
-from publisher.messages import HEADER_EVENT_ID, GenerationConfig, KeySpec, generate
-from publisher.producer import Publisher, PublisherConfig
+from icefloe.publisher.ledger import Ledger
+from icefloe.publisher.messages import HEADER_EVENT_ID, GenerationConfig, KeySpec, generate
+from icefloe.publisher.producer import Publisher, PublisherConfig
 
 pytestmark = pytest.mark.integration
 

@@ -7,9 +7,14 @@ import json
 import random
 import re
 
-from loader.decode.parse import parse_row
-from publisher.clock import ClockConfig, EventClock
-from publisher.rows import REFERENCE_COLUMNS, ReferencePools, ReferenceRows, reference_schema
+from icefloe.loader.decode.parse import parse_row
+from icefloe.publisher.clock import ClockConfig, EventClock
+from icefloe.publisher.rows import (
+    REFERENCE_COLUMNS,
+    ReferencePools,
+    ReferenceRows,
+    reference_schema,
+)
 
 TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}[+-]\d{2}:\d{2}$")
 

@@ -22,9 +22,14 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from loader.decode.parse import parse_row
-from publisher.clock import ClockConfig, EventClock
-from publisher.schema_rows import SchemaRows, SchemaRowsConfig, UnsupportedTypeError, decimal_text
+from icefloe.loader.decode.parse import parse_row
+from icefloe.publisher.clock import ClockConfig, EventClock
+from icefloe.publisher.schema_rows import (
+    SchemaRows,
+    SchemaRowsConfig,
+    UnsupportedTypeError,
+    decimal_text,
+)
 from tests.publisher.schemas import all_types_schema
 
 

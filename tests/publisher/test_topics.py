@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from publisher.topics import parse_duration_ms, parse_size
+from icefloe.publisher.topics import parse_duration_ms, parse_size
 
 
 @pytest.mark.parametrize(

@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.loaders.capabilities import needs, not_applicable
-from harness.loaders.kinds import resolve
-from harness.scenarios.model import find
-from harness.scenarios.reports import report
-from harness.scenarios.runner import RunOptions, run_scenario
+from icefloe.harness.loaders.capabilities import needs, not_applicable
+from icefloe.harness.loaders.kinds import resolve
+from icefloe.harness.scenarios.model import find
+from icefloe.harness.scenarios.reports import report
+from icefloe.harness.scenarios.runner import RunOptions, run_scenario
 
 JUDGED = ("exactly_once", "liveness", "no_file_added_twice", "files_exist")
 

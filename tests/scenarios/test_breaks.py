@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from harness.scenarios.model import discover
-from harness.scenarios.reports import report
-from harness.scenarios.runner import RunOptions, run_scenario
+from icefloe.harness.scenarios.model import discover
+from icefloe.harness.scenarios.reports import report
+from icefloe.harness.scenarios.runner import RunOptions, run_scenario
 
 CASES = [(s, b) for s in discover(profile="ci") for b in sorted(s.breaks)]
 

@@ -30,9 +30,9 @@ from typing import Any
 
 import pytest
 
-from harness.scenarios.model import SCENARIO_DIR, find
-from harness.scenarios.reports import report
-from harness.scenarios.runner import RunOptions, RunResult, judge, run_scenario
+from icefloe.harness.scenarios.model import SCENARIO_DIR, find
+from icefloe.harness.scenarios.reports import report
+from icefloe.harness.scenarios.runner import RunOptions, RunResult, judge, run_scenario
 
 pytestmark = pytest.mark.scenario
 

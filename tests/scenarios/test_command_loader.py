@@ -1,9 +1,9 @@
 """A loader given as a command line runs scenario 01 (kill -9 and restart) and gets its verdict.
 
-The "user's loader" is icefloe's own, started as any user's would be: ``python -m loader run``
-with a configuration file rendered from a template (``harness.loaders.command``), its S3 secret
-in its environment. The harness knows nothing else of it: it kills and restarts it from outside,
-and the checks judge the table.
+The "user's loader" is icefloe's own, started as any user's would be:
+``python -m icefloe.loader run`` with a configuration file rendered from a template
+(``harness.loaders.command``), its S3 secret in its environment. The harness knows nothing else
+of it: it kills and restarts it from outside, and the checks judge the table.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from harness.loaders.capabilities import needs, not_applicable
-from harness.loaders.config import stack_loader_config
-from harness.loaders.kinds import resolve
-from harness.scenarios.model import find
-from harness.scenarios.reports import report
-from harness.scenarios.runner import RunOptions, run_scenario
-from loader.config import env_var
+from icefloe.harness.loaders.capabilities import needs, not_applicable
+from icefloe.harness.loaders.config import stack_loader_config
+from icefloe.harness.loaders.kinds import resolve
+from icefloe.harness.scenarios.model import find
+from icefloe.harness.scenarios.reports import report
+from icefloe.harness.scenarios.runner import RunOptions, run_scenario
+from icefloe.loader.config import env_var
 
 pytestmark = [pytest.mark.scenario, pytest.mark.slow]
 
@@ -53,7 +53,7 @@ def icefloe_as_a_command(stack: Any, folder: Path) -> Path:
     spec = folder / "icefloe-command.toml"
     spec.write_text(
         'name = "icefloe as a command"\n'
-        'command = ["${python}", "-m", "loader", "run", "--config", "${config_file}"]\n'
+        'command = ["${python}", "-m", "icefloe.loader", "run", "--config", "${config_file}"]\n'
         'capabilities = ["kill", "freeze", "dead_letters"]\n'
         'ready_log = "icefloe.loader: starting "\n'
         'progress = "the table and ${state_dir}/checkpoint"\n'

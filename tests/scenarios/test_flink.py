@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness.observer import GROUP
+from icefloe.harness.observer import GROUP
 from tests.scenarios.own_reading import read_its_own_way
 
 pytestmark = [pytest.mark.scenario, pytest.mark.slow]

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from harness.history import select
-from harness.scenarios.generative.explore import explore
-from harness.scenarios.generative.generate import PROFILES
-from harness.scenarios.reports import report
+from icefloe.harness.history import select
+from icefloe.harness.scenarios.generative.explore import explore
+from icefloe.harness.scenarios.generative.generate import PROFILES
+from icefloe.harness.scenarios.reports import report
 
 pytestmark = pytest.mark.scenario
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from harness.scenarios.generative.explore import explore
-from harness.scenarios.generative.generate import PROFILES, WorldOptions
-from harness.scenarios.model import load
-from harness.scenarios.reports import report
-from harness.scenarios.runner import RunOptions, run_scenario
+from icefloe.harness.scenarios.generative.explore import explore
+from icefloe.harness.scenarios.generative.generate import PROFILES, WorldOptions
+from icefloe.harness.scenarios.model import load
+from icefloe.harness.scenarios.reports import report
+from icefloe.harness.scenarios.runner import RunOptions, run_scenario
 
 pytestmark = [pytest.mark.scenario, pytest.mark.slow]
 

@@ -32,14 +32,14 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from harness.scenarios.engine import Run, RunSetup
-from harness.scenarios.faults import Fault, build_fault
-from harness.scenarios.faults.loader import KillLoaderParams
-from harness.scenarios.loaders import LoaderOptions
-from harness.scenarios.model import Scenario, parse
-from harness.scenarios.player import Monitor
-from harness.scenarios.runner import judge
-from harness.scenarios.traffic import Workload
+from icefloe.harness.scenarios.engine import Run, RunSetup
+from icefloe.harness.scenarios.faults import Fault, build_fault
+from icefloe.harness.scenarios.faults.loader import KillLoaderParams
+from icefloe.harness.scenarios.loaders import LoaderOptions
+from icefloe.harness.scenarios.model import Scenario, parse
+from icefloe.harness.scenarios.player import Monitor
+from icefloe.harness.scenarios.runner import judge
+from icefloe.harness.scenarios.traffic import Workload
 
 _SIZES = {"soak": (10, 15)}
 _PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")

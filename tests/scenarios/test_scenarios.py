@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from harness.scenarios.model import discover
-from harness.scenarios.reports import report
-from harness.scenarios.runner import RunOptions, run_scenario
+from icefloe.harness.scenarios.model import discover
+from icefloe.harness.scenarios.reports import report
+from icefloe.harness.scenarios.runner import RunOptions, run_scenario
 
 PROFILE = os.environ.get("ICEFLOE_SCENARIO_PROFILE", "ci")
 SEED = os.environ.get("ICEFLOE_SCENARIO_SEED")

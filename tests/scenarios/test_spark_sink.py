@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from harness.observer import CHECKPOINT
+from icefloe.harness.observer import CHECKPOINT
 from tests.scenarios.own_reading import read_its_own_way
 
 pytestmark = pytest.mark.scenario

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from harness.loaders.capabilities import needs, not_applicable
-from harness.loaders.kinds import resolve
-from harness.scenarios.model import find
-from harness.scenarios.reports import report
-from harness.scenarios.runner import RunOptions, run_scenario
+from icefloe.harness.loaders.capabilities import needs, not_applicable
+from icefloe.harness.loaders.kinds import resolve
+from icefloe.harness.scenarios.model import find
+from icefloe.harness.scenarios.reports import report
+from icefloe.harness.scenarios.runner import RunOptions, run_scenario
 
 pytestmark = pytest.mark.scenario
 

@@ -28,7 +28,7 @@ class _Progress:
 
 @pytest.fixture(scope="module")
 def workshop(stack: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Progress]:
-    from harness.workshop.reset import reset
+    from icefloe.harness.workshop.reset import reset
 
     ledgers = ROOT / ".run" / "ledgers"
     reset(stack, ledgers)
@@ -37,14 +37,14 @@ def workshop(stack: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[_
 
 
 def _findings(stack: Any, number: int) -> list[Any]:
-    from harness.workshop.checks import Workbench, run_check
+    from icefloe.harness.workshop.checks import Workbench, run_check
 
     return run_check(number, Workbench(stack, ROOT / ".run" / "ledgers"))
 
 
 def test_every_module_has_a_check() -> None:
-    from harness.workshop import MODULES
-    from harness.workshop.checks import CHECKS
+    from icefloe.harness.workshop import MODULES
+    from icefloe.harness.workshop.checks import CHECKS
 
     assert len(WORKSHOP) == MODULES == len(CHECKS)
     for number, path in enumerate(WORKSHOP, 1):

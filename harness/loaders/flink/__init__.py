@@ -4,15 +4,15 @@ demand (``harness.provision.flink``) the first time a description asks for it.""
 
 from pathlib import Path
 
-from harness.loaders.base import LoaderKind, loader_kind
+from icefloe.harness.loaders.base import LoaderKind, loader_kind
 
 SPEC = Path(__file__).with_name("flink.toml")
 
 
 @loader_kind("flink")
 def _flink() -> LoaderKind:
-    from harness.loaders import command
-    from harness.provision import versions
+    from icefloe.harness.loaders import command
+    from icefloe.harness.provision import versions
 
     runs_on = f"Flink {versions.FLINK}, Iceberg {versions.ICEBERG_FLINK}"
     return command.CommandKind(command.load_spec(SPEC), "flink", runs_on)

@@ -4,7 +4,7 @@ kit runs it by (``spark-sink.toml``, ``spark-sink-failfast.toml``, command-loade
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.loaders.base import LoaderKind, loader_kind
+from icefloe.harness.loaders.base import LoaderKind, loader_kind
 
 HERE = Path(__file__).parent
 SPECS = {
@@ -18,8 +18,8 @@ def _shipped(name: str) -> Callable[[], LoaderKind]:
     """What makes the kind ``name``: its description, read when the kind is asked for."""
 
     def make() -> LoaderKind:
-        from harness.loaders import command
-        from harness.provision import versions
+        from icefloe.harness.loaders import command
+        from icefloe.harness.provision import versions
 
         runs_on = f"Spark {versions.SPARK}, Iceberg {versions.ICEBERG}"
         return command.CommandKind(command.load_spec(SPECS[name]), name, runs_on)

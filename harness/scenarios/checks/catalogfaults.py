@@ -13,10 +13,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.history import History, select
-from harness.scenarios.checks.checkers import UNKNOWN, VALID, CheckResult, Observed, checker
-from harness.stack.catalogproxy import EVENT_NAME
-from publisher.ledger import LedgerEntry
+from icefloe.harness.history import History, select
+from icefloe.harness.scenarios.checks.checkers import UNKNOWN, VALID, CheckResult, Observed, checker
+from icefloe.harness.stack.catalogproxy import EVENT_NAME
+from icefloe.publisher.ledger import LedgerEntry
 
 __all__ = ["check_catalog_faults_landed", "landed_counts"]
 

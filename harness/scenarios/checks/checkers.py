@@ -43,19 +43,23 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.history import Event, History, select
-from harness.observer import NO_ID, Letter, observer_of
-from harness.scenarios.checks.compare import (
+from icefloe.harness.history import Event, History, select
+from icefloe.harness.observer import NO_ID, Letter, observer_of
+from icefloe.harness.scenarios.checks.compare import (
     DeadLetterVerdict,
     compare_dead_letters,
     coordinates,
     duplicated_dead_letters,
     rows_against_ledger,
 )
-from harness.scenarios.checks.positions import classify_missing, late_ids, summarise_position
-from harness.scenarios.faults.timing import commits_struck
-from publisher.ledger import LedgerEntry
-from publisher.malformations import MALFORMATIONS
+from icefloe.harness.scenarios.checks.positions import (
+    classify_missing,
+    late_ids,
+    summarise_position,
+)
+from icefloe.harness.scenarios.faults.timing import commits_struck
+from icefloe.publisher.ledger import LedgerEntry
+from icefloe.publisher.malformations import MALFORMATIONS
 
 VALID, INVALID, UNKNOWN, NOT_APPLICABLE = "valid", "invalid", "unknown", "not_applicable"
 _EXAMPLES = 5

@@ -14,8 +14,8 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from harness.observer import ICEFLOE, Letter, Observer
-from publisher.ledger import LedgerEntry
+from icefloe.harness.observer import ICEFLOE, Letter, Observer
+from icefloe.publisher.ledger import LedgerEntry
 
 __all__ = [
     "Coordinates",

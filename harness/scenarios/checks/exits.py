@@ -29,10 +29,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.history import Event, History, select
-from harness.observer import ICEFLOE, observer_of
-from harness.scenarios.checks.checkers import UNKNOWN, CheckResult, Found, Observed, checker
-from publisher.ledger import LedgerEntry
+from icefloe.harness.history import Event, History, select
+from icefloe.harness.observer import ICEFLOE, observer_of
+from icefloe.harness.scenarios.checks.checkers import UNKNOWN, CheckResult, Found, Observed, checker
+from icefloe.publisher.ledger import LedgerEntry
 
 __all__ = [
     "DEFAULT_GRACE_S",

@@ -28,9 +28,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.history import Event, History, select
-from harness.observer import Observer, observer_of
-from harness.scenarios.checks.checkers import (
+from icefloe.harness.history import Event, History, select
+from icefloe.harness.observer import Observer, observer_of
+from icefloe.harness.scenarios.checks.checkers import (
     NOT_APPLICABLE,
     UNKNOWN,
     CheckResult,
@@ -41,10 +41,10 @@ from harness.scenarios.checks.checkers import (
     judge_rows,
     letter_anomalies,
 )
-from harness.scenarios.checks.compare import compare_dead_letters, coordinates
-from harness.scenarios.checks.observe import dead_letters, read_errors, removed_by_retention
-from harness.scenarios.checks.schemahistory import SchemaChange, SchemaTimeline
-from publisher.ledger import LedgerEntry
+from icefloe.harness.scenarios.checks.compare import compare_dead_letters, coordinates
+from icefloe.harness.scenarios.checks.observe import dead_letters, read_errors, removed_by_retention
+from icefloe.harness.scenarios.checks.schemahistory import SchemaChange, SchemaTimeline
+from icefloe.publisher.ledger import LedgerEntry
 
 __all__ = ["LedgerIndex", "LiveJudge", "live_anomalies", "main_commits", "recorded_snapshots"]
 

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.history import History, select
-from loader.testing.faultpoints import POINTS, where_landed
+from icefloe.harness.history import History, select
+from icefloe.loader.testing.faultpoints import POINTS, where_landed
 
 __all__ = ["BANDS", "FaultCounts", "band", "fault_counts"]
 

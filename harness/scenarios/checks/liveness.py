@@ -31,9 +31,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.history import Event, History, select
-from harness.observer import observer_of
-from harness.scenarios.checks.checkers import (
+from icefloe.harness.history import Event, History, select
+from icefloe.harness.observer import observer_of
+from icefloe.harness.scenarios.checks.checkers import (
     UNKNOWN,
     CheckResult,
     Found,
@@ -41,8 +41,8 @@ from harness.scenarios.checks.checkers import (
     checker,
     percentile,
 )
-from harness.scenarios.checks.invariants import recorded_snapshots
-from publisher.ledger import LedgerEntry
+from icefloe.harness.scenarios.checks.invariants import recorded_snapshots
+from icefloe.publisher.ledger import LedgerEntry
 
 __all__ = [
     "DEFAULT_BOUND_S",

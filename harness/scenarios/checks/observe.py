@@ -18,12 +18,12 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.history import Event, History, select
-from harness.observer import observer_of
-from harness.scenarios.checks.checkers import DeadLetter, Observed
-from harness.scenarios.checks.schemahistory import schema_changes
-from harness.scenarios.params import parse_params
-from publisher.ledger import Ledger, LedgerEntry
+from icefloe.harness.history import Event, History, select
+from icefloe.harness.observer import observer_of
+from icefloe.harness.scenarios.checks.checkers import DeadLetter, Observed
+from icefloe.harness.scenarios.checks.schemahistory import schema_changes
+from icefloe.harness.scenarios.params import parse_params
+from icefloe.publisher.ledger import Ledger, LedgerEntry
 
 __all__ = [
     "REFERENCE_VALUE_COLUMNS",
@@ -45,7 +45,7 @@ NAMED_READS = ("before_delete", "visible_at_halt", "compaction", "rows", "row_va
 def _reference_value_columns() -> tuple[str, ...]:
     from pyiceberg.types import TimestamptzType
 
-    from publisher.rows import EVENT_ID_FIELD, reference_schema
+    from icefloe.publisher.rows import EVENT_ID_FIELD, reference_schema
 
     return tuple(
         f.name
@@ -153,9 +153,9 @@ def _regenerated(
     Returns:
         (event id, row) pairs.
     """
-    from harness.scenarios.traffic import Workload, generation
-    from publisher.drift import DriftConfig
-    from publisher.messages import generate
+    from icefloe.harness.scenarios.traffic import Workload, generation
+    from icefloe.publisher.drift import DriftConfig
+    from icefloe.publisher.messages import generate
 
     out: list[tuple[str, dict[str, Any]]] = []
     for event in select(history, "publish", "publish", "invoke"):
@@ -183,7 +183,7 @@ def value_columns(columns: Iterable[str]) -> list[str]:
     """The columns of a table whose values a ``values_match_ledger`` check compares: the
     reference table's scalar columns and every column the reference table does not have
     (the ones a scenario or a schema fault added, under their names at the end)."""
-    from publisher.rows import EVENT_ID_FIELD, reference_schema
+    from icefloe.publisher.rows import EVENT_ID_FIELD, reference_schema
 
     reference = {f.name for f in reference_schema().fields}
     return [

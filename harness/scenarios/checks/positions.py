@@ -22,9 +22,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.history import Event, select
-from harness.observer import SUMMARY, Observer, decode_positions, observer_of
-from publisher.ledger import LedgerEntry
+from icefloe.harness.history import Event, select
+from icefloe.harness.observer import SUMMARY, Observer, decode_positions, observer_of
+from icefloe.publisher.ledger import LedgerEntry
 
 __all__ = [
     "PositionRead",
@@ -98,7 +98,7 @@ def _summary_evidence(
     history: Sequence[Event], observer: Observer
 ) -> list[tuple[float, int, Mapping[str, Mapping[int, int]]]]:
     """(time, snapshot, position) of each of the loader's commits that carries a position."""
-    from harness.scenarios.checks.invariants import main_commits
+    from icefloe.harness.scenarios.checks.invariants import main_commits
 
     out = []
     for c in main_commits(history):

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from harness.history import Event, select
+from icefloe.harness.history import Event, select
 
 __all__ = ["SchemaChange", "SchemaTimeline", "names_over_time", "schema_changes", "states_of"]
 

@@ -31,9 +31,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.history import History, select
-from harness.observer import WAP_ID_KEY, observer_of
-from harness.scenarios.checks.checkers import (
+from icefloe.harness.history import History, select
+from icefloe.harness.observer import WAP_ID_KEY, observer_of
+from icefloe.harness.scenarios.checks.checkers import (
     NOT_APPLICABLE,
     UNKNOWN,
     CheckResult,
@@ -41,8 +41,8 @@ from harness.scenarios.checks.checkers import (
     Observed,
     checker,
 )
-from harness.scenarios.client import RecordingClient, metadata_table
-from publisher.ledger import LedgerEntry
+from icefloe.harness.scenarios.client import RecordingClient, metadata_table
+from icefloe.publisher.ledger import LedgerEntry
 
 __all__ = [
     "CHECKS",

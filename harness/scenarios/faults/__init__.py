@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from harness.scenarios.params import parse_params
+from icefloe.harness.scenarios.params import parse_params
 
 __all__ = [
     "FAULTS",
@@ -115,7 +115,7 @@ def parse_fault(raw: Mapping[str, Any], where: str) -> tuple[str, Any]:
     Raises:
         harness.scenarios.params.ParamError: Unknown kind or bad parameters.
     """
-    from harness.scenarios.params import ParamError
+    from icefloe.harness.scenarios.params import ParamError
 
     _load_kinds()
     fields = dict(raw)
@@ -133,7 +133,7 @@ def build_fault(kind: str, params: Any, rng: random.Random) -> Fault:
 
 def _load_kinds() -> None:
     # The kinds register themselves when their modules are imported.
-    from harness.scenarios.faults import (  # noqa: F401
+    from icefloe.harness.scenarios.faults import (  # noqa: F401
         commits,
         loader,
         maintenance,

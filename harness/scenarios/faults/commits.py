@@ -22,8 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.scenarios.faults import FaultSkipped, fault_kind
-from harness.stack.catalogproxy import (
+from icefloe.harness.scenarios.faults import FaultSkipped, fault_kind
+from icefloe.harness.stack.catalogproxy import (
     COMMIT_PATH,
     GLUE_COMMIT_OPERATION,
     GLUE_LOAD_OPERATION,

@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.scenarios.faults import FaultSkipped, fault_kind
-from harness.scenarios.faults.timing import landed, wait_for_commit
-from harness.waiting import poll
-from loader.testing.faultpoints import (
+from icefloe.harness.scenarios.faults import FaultSkipped, fault_kind
+from icefloe.harness.scenarios.faults.timing import landed, wait_for_commit
+from icefloe.harness.waiting import poll
+from icefloe.loader.testing.faultpoints import (
     KILL_AFTER_COMMIT_ENV,
     KILL_AT_ENV,
     PAUSE_AFTER_COMMITS_ENV,

@@ -16,12 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness import maintenance
-from harness.scenarios.client import metadata_table
-from harness.scenarios.faults import Over, fault_kind
-from harness.scenarios.traffic import anchor_moment
-from harness.waiting import poll
-from loader import keys
+from icefloe.harness import maintenance
+from icefloe.harness.scenarios.client import metadata_table
+from icefloe.harness.scenarios.faults import Over, fault_kind
+from icefloe.harness.scenarios.traffic import anchor_moment
+from icefloe.harness.waiting import poll
+from icefloe.loader import keys
 
 __all__ = ["ExpireParams", "OptimizeParams", "OrphansParams", "RetentionParams"]
 

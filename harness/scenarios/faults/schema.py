@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.scenarios.faults import FaultSkipped, Over, fault_kind
-from harness.stack.tables import quote
+from icefloe.harness.scenarios.faults import FaultSkipped, Over, fault_kind
+from icefloe.harness.stack.tables import quote
 
 __all__ = ["AddColumnParams", "ColumnParams", "RenameParams", "WidenParams"]
 

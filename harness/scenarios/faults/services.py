@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.scenarios.faults import fault_kind
-from harness.scenarios.faults.timing import landed, wait_for_commit
+from icefloe.harness.scenarios.faults import fault_kind
+from icefloe.harness.scenarios.faults.timing import landed, wait_for_commit
 
 __all__ = ["KillService", "KillServiceParams", "PauseService", "PauseServiceParams"]
 

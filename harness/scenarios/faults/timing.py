@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.history import Event, select
-from harness.waiting import poll
+from icefloe.harness.history import Event, select
+from icefloe.harness.waiting import poll
 
 __all__ = ["CommitWatcher", "commits_struck", "landed", "wait_for_commit"]
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.scenarios.faults import FaultSkipped, Over, fault_kind
+from icefloe.harness.scenarios.faults import FaultSkipped, Over, fault_kind
 
 __all__ = ["AddPartitionsParams"]
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.scenarios.faults import fault_kind
+from icefloe.harness.scenarios.faults import fault_kind
 
 __all__ = ["BurstParams", "MalformedParams", "malformed_kinds"]
 
@@ -26,8 +26,8 @@ DEFAULT_MAX_RATE = 1000.0
 @functools.cache
 def malformed_kinds() -> tuple[str, ...]:
     """Malformations of the reference table that a burst may carry (all but ``oversized``)."""
-    from publisher.malformations import resolve_kinds
-    from publisher.rows import reference_schema
+    from icefloe.publisher.malformations import resolve_kinds
+    from icefloe.publisher.rows import reference_schema
 
     return tuple(m.name for m in resolve_kinds((), reference_schema()) if m.name != "oversized")
 

@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.scenarios.faults import fault_kind
-from harness.stack.toxiproxy import Stream, Toxic, ToxiproxyClient
+from icefloe.harness.scenarios.faults import fault_kind
+from icefloe.harness.stack.toxiproxy import Stream, Toxic, ToxiproxyClient
 
 __all__ = [
     "WireBandwidthParams",

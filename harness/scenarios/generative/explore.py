@@ -19,13 +19,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.history import Event
-from harness.scenarios.generative.generate import Profile, WorldOptions, scenario_doc, schedules
-from harness.scenarios.generative.tomlout import dumps
-from harness.scenarios.model import parse
-from harness.scenarios.reports import report
-from harness.scenarios.runner import RunOptions, RunResult, run_scenario
-from harness.scenarios.schedule import Schedule
+from icefloe.harness.history import Event
+from icefloe.harness.scenarios.generative.generate import (
+    Profile,
+    WorldOptions,
+    scenario_doc,
+    schedules,
+)
+from icefloe.harness.scenarios.generative.tomlout import dumps
+from icefloe.harness.scenarios.model import parse
+from icefloe.harness.scenarios.reports import report
+from icefloe.harness.scenarios.runner import RunOptions, RunResult, run_scenario
+from icefloe.harness.scenarios.schedule import Schedule
 
 __all__ = ["Exploration", "explore", "write_found"]
 

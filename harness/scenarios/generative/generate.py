@@ -25,25 +25,30 @@ from typing import Any, Literal
 from hypothesis import reject
 from hypothesis import strategies as st
 
-from harness.scenarios.faults.commits import CatalogHttpParams
-from harness.scenarios.faults.loader import KillLoaderParams, ZombieParams
-from harness.scenarios.faults.maintenance import (
+from icefloe.harness.scenarios.faults.commits import CatalogHttpParams
+from icefloe.harness.scenarios.faults.loader import KillLoaderParams, ZombieParams
+from icefloe.harness.scenarios.faults.maintenance import (
     ExpireParams,
     OptimizeParams,
     OrphansParams,
     RetentionParams,
 )
-from harness.scenarios.faults.schema import AddColumnParams, ColumnParams, RenameParams, WidenParams
-from harness.scenarios.faults.services import KillServiceParams, PauseServiceParams
-from harness.scenarios.faults.topic import AddPartitionsParams
-from harness.scenarios.faults.traffic import BurstParams, MalformedParams
-from harness.scenarios.faults.wire import (
+from icefloe.harness.scenarios.faults.schema import (
+    AddColumnParams,
+    ColumnParams,
+    RenameParams,
+    WidenParams,
+)
+from icefloe.harness.scenarios.faults.services import KillServiceParams, PauseServiceParams
+from icefloe.harness.scenarios.faults.topic import AddPartitionsParams
+from icefloe.harness.scenarios.faults.traffic import BurstParams, MalformedParams
+from icefloe.harness.scenarios.faults.wire import (
     WireBandwidthParams,
     WireLatencyParams,
     WireLimitDataParams,
     WireResetPeerParams,
 )
-from harness.scenarios.schedule import Schedule, ScheduledFault
+from icefloe.harness.scenarios.schedule import Schedule, ScheduledFault
 
 __all__ = ["PROFILES", "Profile", "lane_counts", "scenario_doc", "schedules"]
 

@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.history import Event, select
-from harness.loaders.base import Capability
-from harness.loaders.capabilities import not_applicable
-from harness.scenarios.checks.checkers import CheckResult, fault_windows
-from harness.scenarios.checks.landed import FaultCounts, fault_counts
-from harness.scenarios.engine import Run, RunSetup
-from harness.scenarios.generative.generate import (
+from icefloe.harness.history import Event, select
+from icefloe.harness.loaders.base import Capability
+from icefloe.harness.loaders.capabilities import not_applicable
+from icefloe.harness.scenarios.checks.checkers import CheckResult, fault_windows
+from icefloe.harness.scenarios.checks.landed import FaultCounts, fault_counts
+from icefloe.harness.scenarios.engine import Run, RunSetup
+from icefloe.harness.scenarios.generative.generate import (
     LOADER,
     PARTITIONS,
     PROFILES,
@@ -53,15 +53,15 @@ from harness.scenarios.generative.generate import (
     scenario_doc,
     without_lanes,
 )
-from harness.scenarios.loaders import LoaderOptions
-from harness.scenarios.model import parse
-from harness.scenarios.pacing import LoaderPacer
-from harness.scenarios.params import parse_params
-from harness.scenarios.player import Monitor, SchedulePlayer
-from harness.scenarios.runner import judge, read_for_checks, record_checks
-from harness.scenarios.schedule import Schedule
-from harness.scenarios.steps import perform
-from harness.scenarios.traffic import Workload
+from icefloe.harness.scenarios.loaders import LoaderOptions
+from icefloe.harness.scenarios.model import parse
+from icefloe.harness.scenarios.pacing import LoaderPacer
+from icefloe.harness.scenarios.params import parse_params
+from icefloe.harness.scenarios.player import Monitor, SchedulePlayer
+from icefloe.harness.scenarios.runner import judge, read_for_checks, record_checks
+from icefloe.harness.scenarios.schedule import Schedule
+from icefloe.harness.scenarios.steps import perform
+from icefloe.harness.scenarios.traffic import Workload
 
 __all__ = ["SoakResult", "clear_loader_hooks", "soak"]
 
@@ -379,8 +379,8 @@ def _tally(result: SoakResult, run: Run) -> None:
 
 
 def _write(state: _Soak, result: SoakResult) -> Path:
-    from harness.scenarios.generative.explore import write_found
-    from harness.scenarios.runner import RunResult
+    from icefloe.harness.scenarios.generative.explore import write_found
+    from icefloe.harness.scenarios.runner import RunResult
 
     assert state.failed_schedule is not None
     doc = scenario_doc(state.failed_schedule, state.profile, state.world, name="soak_chapter")

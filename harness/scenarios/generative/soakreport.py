@@ -18,11 +18,11 @@ import statistics
 from collections import Counter
 from pathlib import Path
 
-from harness.history import History
-from harness.scenarios.checks.landed import BANDS, FaultCounts
-from harness.scenarios.checks.observe import ledger_entries, read_errors
-from harness.scenarios.generative.soak import SoakResult
-from harness.scenarios.reports.timeline import draw
+from icefloe.harness.history import History
+from icefloe.harness.scenarios.checks.landed import BANDS, FaultCounts
+from icefloe.harness.scenarios.checks.observe import ledger_entries, read_errors
+from icefloe.harness.scenarios.generative.soak import SoakResult
+from icefloe.harness.scenarios.reports.timeline import draw
 
 __all__ = ["landed_lines", "summary", "write"]
 

@@ -15,12 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from harness.history import select
-from harness.scenarios.checks.checkers import fault_windows
-from harness.scenarios.checks.observe import ledger_entries, read_errors
-from harness.scenarios.model import SCENARIO_DIR
-from harness.scenarios.reports.timeline import draw
-from harness.scenarios.runner import RunResult
+from icefloe.harness.history import select
+from icefloe.harness.scenarios.checks.checkers import fault_windows
+from icefloe.harness.scenarios.checks.observe import ledger_entries, read_errors
+from icefloe.harness.scenarios.model import SCENARIO_DIR
+from icefloe.harness.scenarios.reports.timeline import draw
+from icefloe.harness.scenarios.runner import RunResult
 
 TIMELINE = "timeline.png"
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.history import History, select
-from harness.scenarios.checks.checkers import fault_windows
-from harness.scenarios.checks.liveness import loader_commits
-from harness.scenarios.checks.observe import ids_timeline
-from publisher.ledger import LedgerEntry
+from icefloe.harness.history import History, select
+from icefloe.harness.scenarios.checks.checkers import fault_windows
+from icefloe.harness.scenarios.checks.liveness import loader_commits
+from icefloe.harness.scenarios.checks.observe import ids_timeline
+from icefloe.publisher.ledger import LedgerEntry
 
 __all__ = ["draw"]
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.scenarios.params import parse_params
+from icefloe.harness.scenarios.params import parse_params
 
 __all__ = ["STEPS", "ParseContext", "StepKind", "parse_step", "perform", "step"]
 
@@ -84,7 +84,7 @@ def parse_step(do: str, raw: Mapping[str, Any], where: str, ctx: ParseContext) -
     Raises:
         harness.scenarios.params.ParamError: Unknown kind or bad parameters.
     """
-    from harness.scenarios.params import ParamError
+    from icefloe.harness.scenarios.params import ParamError
 
     _load_kinds()
     if do not in STEPS:
@@ -104,4 +104,4 @@ def perform(run: Any, do: str, raw: Mapping[str, Any] | None = None) -> None:
 
 def _load_kinds() -> None:
     # The kinds register themselves when their modules are imported.
-    from harness.scenarios.steps import basic, faulting  # noqa: F401
+    from icefloe.harness.scenarios.steps import basic, faulting  # noqa: F401

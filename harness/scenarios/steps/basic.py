@@ -13,12 +13,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.history import select
-from harness.scenarios.loaders import LoaderOptions
-from harness.scenarios.params import ParamError, parse_params
-from harness.scenarios.steps import ParseContext, step
-from harness.scenarios.traffic import Workload
-from harness.waiting import poll
+from icefloe.harness.history import select
+from icefloe.harness.scenarios.loaders import LoaderOptions
+from icefloe.harness.scenarios.params import ParamError, parse_params
+from icefloe.harness.scenarios.steps import ParseContext, step
+from icefloe.harness.scenarios.traffic import Workload
+from icefloe.harness.waiting import poll
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.scenarios.client import metadata_table
-from harness.scenarios.faults import build_fault, parse_fault
-from harness.scenarios.faults.maintenance import ExpireParams, OptimizeParams, RetentionParams
-from harness.scenarios.faults.timing import commits_struck
-from harness.scenarios.params import ParamError, parse_params
-from harness.scenarios.player import Monitor, SchedulePlayer
-from harness.scenarios.schedule import Schedule
-from harness.scenarios.steps import ParseContext, step
+from icefloe.harness.scenarios.client import metadata_table
+from icefloe.harness.scenarios.faults import build_fault, parse_fault
+from icefloe.harness.scenarios.faults.maintenance import (
+    ExpireParams,
+    OptimizeParams,
+    RetentionParams,
+)
+from icefloe.harness.scenarios.faults.timing import commits_struck
+from icefloe.harness.scenarios.params import ParamError, parse_params
+from icefloe.harness.scenarios.player import Monitor, SchedulePlayer
+from icefloe.harness.scenarios.schedule import Schedule
+from icefloe.harness.scenarios.steps import ParseContext, step
 
 
 @dataclass(frozen=True)

@@ -31,25 +31,25 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import functions as F
 
-from loader.commit.offsets import Offsets, kafka_ranges, plan_batch, summary_properties
-from loader.commit.sink import Declined, log_gaps, newest, newest_prop
-from loader.decode.frames import PLAIN_COLUMN
-from loader.ext.fastpath.plain import (
+from icefloe.loader.commit.offsets import Offsets, kafka_ranges, plan_batch, summary_properties
+from icefloe.loader.commit.sink import Declined, log_gaps, newest, newest_prop
+from icefloe.loader.decode.frames import PLAIN_COLUMN
+from icefloe.loader.ext.fastpath.plain import (
     Ineligible,
     check_available,
     plain_call,
     plain_column,
     spec,
 )
-from loader.run.jvmbridge import hadoop_configuration, jvm
+from icefloe.loader.run.jvmbridge import hadoop_configuration, jvm
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from loader.commit.sink import BatchSink, Planned
-    from loader.config import DecodeOptions
-    from loader.decode.frames import DecodedBatch
+    from icefloe.loader.commit.sink import BatchSink, Planned
+    from icefloe.loader.config import DecodeOptions
+    from icefloe.loader.decode.frames import DecodedBatch
 
 __all__ = ["Counted", "FastPath", "SinglePass", "batch_end_offsets", "parse_offset_log"]
 

@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from pyiceberg import types as it
 
-from loader.errors import ConfigError
-from loader.run.jvmbridge import java_session, jvm
+from icefloe.loader.errors import ConfigError
+from icefloe.loader.run.jvmbridge import java_session, jvm
 
 if TYPE_CHECKING:
     from pyiceberg.schema import Schema
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from loader.config import DecodeOptions
+    from icefloe.loader.config import DecodeOptions
 
 __all__ = [
     "DECODER_CLASS",
@@ -170,7 +170,7 @@ def plain_call(records: DataFrame, schema: Schema, options: DecodeOptions) -> st
     Raises:
         Ineligible: this schema or these options take the Python path only.
     """
-    from loader.decode.parse import spark_schema
+    from icefloe.loader.decode.parse import spark_schema
 
     text = spec(schema, options)
     name = "icefloe_plain_" + hashlib.sha1(text.encode()).hexdigest()[:16]

@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from harness.cli import conformance
-from harness.cli.main import build_parser
+from icefloe.harness.cli import conformance
+from icefloe.harness.cli.main import build_parser
 
 
 def test_a_comma_separated_list_of_catalogs_is_read_in_order() -> None:

@@ -6,10 +6,10 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from harness.conformance import semantics, table
-from harness.observer import Letter
-from harness.scenarios.checks.checkers import Anomaly, CheckResult
-from publisher.ledger import LedgerEntry
+from icefloe.harness.conformance import semantics, table
+from icefloe.harness.observer import Letter
+from icefloe.harness.scenarios.checks.checkers import Anomaly, CheckResult
+from icefloe.publisher.ledger import LedgerEntry
 
 
 def _result(*checks: CheckResult, error: str | None = None) -> Any:
@@ -128,7 +128,7 @@ def test_parts_of_a_run_merge_into_one_table(tmp_path: Path) -> None:
     """A conformance run split into short stack jobs: their JSON files make one table."""
     import json
 
-    from harness.cli.conformance import merge
+    from icefloe.harness.cli.conformance import merge
 
     bad = CheckResult("exactly_once", "invalid", "", anomalies={"lost": _anomaly("lost", 1)})
     first = [table.from_result(_result(CheckResult("e", "valid", "")), "icefloe", "r")]
@@ -148,7 +148,7 @@ def test_parts_of_a_run_merge_into_one_table(tmp_path: Path) -> None:
 
 
 def test_a_finding_is_reproduced_when_each_of_its_anomalies_shows_again() -> None:
-    from harness.cli.conformance import reproduced
+    from icefloe.harness.cli.conformance import reproduced
 
     found = {"exactly_once: lost": 2400, "liveness: stalled": 1}
     shown, text = reproduced(found, {"exactly_once: lost": 881, "liveness: stalled": 1})
@@ -163,7 +163,7 @@ def test_a_finding_is_reproduced_when_each_of_its_anomalies_shows_again() -> Non
 def test_rows_without_an_id_make_a_kind_that_went_nowhere_unattributable() -> None:
     """A permissive loader keeps a row of nulls for what it cannot parse: such rows name no
     message, so a kind nowhere else is *dropped, or a row with no id*, never plainly dropped."""
-    from harness.observer import NO_ID
+    from icefloe.harness.observer import NO_ID
 
     ledger = [
         _entry(0, "malformed", "invalid_json"),

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from harness.cli import conformance
-from harness.conformance.pairing import must_run_alone
-from harness.scenarios.model import find, parse
-from harness.scenarios.reports import report
+from icefloe.harness.cli import conformance
+from icefloe.harness.conformance.pairing import must_run_alone
+from icefloe.harness.scenarios.model import find, parse
+from icefloe.harness.scenarios.reports import report
 
 
 @pytest.mark.parametrize(

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.history import History
-from harness.loaders import command
-from harness.loaders.base import LoaderTarget
-from harness.loaders.kinds import resolve
+from icefloe.harness.history import History
+from icefloe.harness.loaders import command
+from icefloe.harness.loaders.base import LoaderTarget
+from icefloe.harness.loaders.kinds import resolve
 from tests.harness.fakes import RestCatalog
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "loaders" / "pyiceberg"

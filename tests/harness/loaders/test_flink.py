@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from harness.bench.options import SHIPPED, parse
-from harness.history import History
-from harness.loaders import command
-from harness.loaders.base import Capability, LoaderTarget
-from harness.loaders.flink.job import ZONED, newest_checkpoint, statements
-from harness.loaders.kinds import NAMES, resolve
-from harness.observer import GROUP, observer_of
-from harness.provision import versions
+from icefloe.harness.bench.options import SHIPPED, parse
+from icefloe.harness.history import History
+from icefloe.harness.loaders import command
+from icefloe.harness.loaders.base import Capability, LoaderTarget
+from icefloe.harness.loaders.flink.job import ZONED, newest_checkpoint, statements
+from icefloe.harness.loaders.kinds import NAMES, resolve
+from icefloe.harness.observer import GROUP, observer_of
+from icefloe.harness.provision import versions
 from tests.harness.test_neutral_verdicts import TOPIC, observer_event
 
 

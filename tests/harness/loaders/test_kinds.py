@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from harness.history import History, select
-from harness.loaders import command
-from harness.loaders.base import Capability, Loader, LoaderTarget
-from harness.loaders.capabilities import needs, not_applicable
-from harness.loaders.kafka_connect import KafkaConnectKind
-from harness.loaders.kinds import resolve
-from harness.scenarios import model
+from icefloe.harness.history import History, select
+from icefloe.harness.loaders import command
+from icefloe.harness.loaders.base import Capability, Loader, LoaderTarget
+from icefloe.harness.loaders.capabilities import needs, not_applicable
+from icefloe.harness.loaders.kafka_connect import KafkaConnectKind
+from icefloe.harness.loaders.kinds import resolve
+from icefloe.harness.scenarios import model
 from tests.harness.fakes import RestCatalog
 
 
@@ -75,7 +75,7 @@ def test_every_kind_is_a_loader(tmp_path: Path) -> None:
         kind = resolve(name)
         target = _target(tmp_path)
         if name == "icefloe":  # building its config needs the provisioned Spark runtime
-            from harness.loaders.process import LoaderProcess
+            from icefloe.harness.loaders.process import LoaderProcess
 
             loader: object = LoaderProcess(
                 SimpleNamespace(loader_id="l1", dead_letter_topic=None), stack, tmp_path, History()
@@ -192,7 +192,7 @@ def test_a_wrong_command_loader_description_is_refused(
 
 
 def test_the_soak_does_not_apply_to_a_loader_without_fault_points() -> None:
-    from harness.scenarios.generative.soak import NotApplicable, soak
+    from icefloe.harness.scenarios.generative.soak import NotApplicable, soak
 
     with pytest.raises(NotApplicable, match="no fault_points: its loader lane"):
         soak(None, 1.0, loader=KafkaConnectKind())
@@ -202,9 +202,9 @@ def test_a_loader_that_stopped_loading_for_good_has_exited_and_is_stopped(tmp_pa
     """A Kafka Connect worker whose tasks failed lives on: that is its exit (unexpected, its
     traces as Connect wrote them, which the sink's observer reads the record from), and the
     worker is stopped so a later start works."""
-    from harness.loaders import kafka_connect
-    from harness.loaders.base import ExitWatch
-    from harness.stack.process import ManagedProcess
+    from icefloe.harness.loaders import kafka_connect
+    from icefloe.harness.loaders.base import ExitWatch
+    from icefloe.harness.stack.process import ManagedProcess
 
     process = ManagedProcess("worker", tmp_path)
     process.start([sys.executable, "-c", "import time; time.sleep(60)"], {}, tmp_path)
@@ -238,8 +238,8 @@ def test_a_supervised_loader_that_stopped_loading_for_good_is_started_again(
 ) -> None:
     """Its failed tasks are its exit, for its supervisor as for the checks: it is started
     again, as icefloe's loader is after it exits."""
-    from harness.loaders import base
-    from harness.stack.process import ManagedProcess
+    from icefloe.harness.loaders import base
+    from icefloe.harness.stack.process import ManagedProcess
 
     monkeypatch.setattr(base, "SUPERVISOR_DELAY_S", 0.0)
     process = ManagedProcess("worker", tmp_path)
@@ -267,8 +267,8 @@ def test_a_supervised_loader_that_stopped_loading_for_good_is_started_again(
 def test_a_failed_loader_is_gone_by_the_time_its_exit_is_recorded(tmp_path: Path) -> None:
     """Whoever waits for its exit (a scenario's next start) must find the worker stopped: a
     start racing the stop found it running ("runs already")."""
-    from harness.loaders.base import ExitWatch
-    from harness.stack.process import ManagedProcess
+    from icefloe.harness.loaders.base import ExitWatch
+    from icefloe.harness.stack.process import ManagedProcess
 
     process = ManagedProcess("worker", tmp_path)
     process.start([sys.executable, "-c", "import time; time.sleep(60)"], {}, tmp_path)

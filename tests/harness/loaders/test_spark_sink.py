@@ -12,19 +12,19 @@ from typing import Any
 
 import pytest
 
-from harness.history import History
-from harness.loaders import command
-from harness.loaders.base import Capability, LoaderTarget
-from harness.loaders.kinds import NAMES, resolve
-from harness.loaders.spark_sink import SPECS
-from harness.observer import (
+from icefloe.harness.history import History
+from icefloe.harness.loaders import command
+from icefloe.harness.loaders.base import Capability, LoaderTarget
+from icefloe.harness.loaders.kinds import NAMES, resolve
+from icefloe.harness.loaders.spark_sink import SPECS
+from icefloe.harness.observer import (
     CHECKPOINT,
     Observer,
     batch_in_flight,
     checkpoint_position,
     observer_of,
 )
-from harness.scenarios.checks.checkers import Observed, run_check
+from icefloe.harness.scenarios.checks.checkers import Observed, run_check
 from tests.harness.test_neutral_verdicts import LEDGER, TOPIC, observer_event, positions
 
 

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from loader.commit.offsets import Offsets
-from loader.commit.sink import _keep_condition
-from loader.run.jvmbridge import jvm
+from icefloe.loader.commit.offsets import Offsets
+from icefloe.loader.commit.sink import _keep_condition
+from icefloe.loader.run.jvmbridge import jvm
 
 pytestmark = pytest.mark.integration
 

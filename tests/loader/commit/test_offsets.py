@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loader import keys
-from loader.commit.lease import (
+from icefloe.loader import keys
+from icefloe.loader.commit.lease import (
     Lease,
     check_lease,
     check_owner,
@@ -15,7 +15,7 @@ from loader.commit.lease import (
     lease_properties,
     live_foreign_lease,
 )
-from loader.commit.offsets import (
+from icefloe.loader.commit.offsets import (
     OffsetRange,
     SnapshotInfo,
     committed_offsets,
@@ -25,7 +25,7 @@ from loader.commit.offsets import (
     summary_properties,
     table_committed,
 )
-from loader.errors import ConcurrentLoader, Fenced, InvalidOffsets
+from icefloe.loader.errors import ConcurrentLoader, Fenced, InvalidOffsets
 
 
 def ours(

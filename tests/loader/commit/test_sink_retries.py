@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from loader.commit import sink as sink_module
-from loader.commit.sink import MAX_ATTEMPTS, MAX_REPLANS, BatchSink, _WriteFailed
-from loader.config import CatalogConfig, KafkaConfig, LoaderConfig, TableId
-from loader.errors import Fenced
-from loader.io.metrics import LoaderMetrics
-from loader.io.retry import Patience, Stalled
+from icefloe.loader.commit import sink as sink_module
+from icefloe.loader.commit.sink import MAX_ATTEMPTS, MAX_REPLANS, BatchSink, _WriteFailed
+from icefloe.loader.config import CatalogConfig, KafkaConfig, LoaderConfig, TableId
+from icefloe.loader.errors import Fenced
+from icefloe.loader.io.metrics import LoaderMetrics
+from icefloe.loader.io.retry import Patience, Stalled
 from tests.loader.io.test_retry import Clock
 
 

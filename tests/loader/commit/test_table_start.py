@@ -13,10 +13,10 @@ import time
 import pytest
 from pyiceberg.exceptions import NoSuchTableError
 
-from loader.commit import table as table_module
-from loader.commit.table import TableView
-from loader.config import CatalogConfig, KafkaConfig, LoaderConfig, TableId
-from loader.errors import CatalogUnavailable, ConcurrentLoader, TableNotFound
+from icefloe.loader.commit import table as table_module
+from icefloe.loader.commit.table import TableView
+from icefloe.loader.config import CatalogConfig, KafkaConfig, LoaderConfig, TableId
+from icefloe.loader.errors import CatalogUnavailable, ConcurrentLoader, TableNotFound
 
 
 def closed_port() -> int:

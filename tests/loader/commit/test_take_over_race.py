@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from loader.commit import table as table_module
-from loader.commit.lease import lease_from_properties
-from loader.commit.table import TableView
-from loader.errors import ConcurrentLoader
+from icefloe.loader.commit import table as table_module
+from icefloe.loader.commit.lease import lease_from_properties
+from icefloe.loader.commit.table import TableView
+from icefloe.loader.errors import ConcurrentLoader
 from tests.loader.conftest import make_config
 
 pytestmark = pytest.mark.integration

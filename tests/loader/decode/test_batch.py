@@ -17,11 +17,11 @@ import pyarrow as pa
 from pyiceberg import types as it
 from pyiceberg.schema import Schema
 
-from loader.cli import configure_parser
-from loader.commit.lease import Lease
-from loader.commit.offsets import OffsetRange
-from loader.config import DecodeOptions, flag_values
-from loader.decode.batch import (
+from icefloe.loader.cli import configure_parser
+from icefloe.loader.commit.lease import Lease
+from icefloe.loader.commit.offsets import OffsetRange
+from icefloe.loader.config import DecodeOptions, flag_values
+from icefloe.loader.decode.batch import (
     POSITION_COLUMN,
     REJECT_COLUMN,
     BatchSide,
@@ -31,10 +31,10 @@ from loader.decode.batch import (
     merge_side,
     rejects_from_rows,
 )
-from loader.decode.record import RecordDecoder
-from loader.io.topics import EARLIEST, starting_offsets_json
-from loader.run.job import lag
-from loader.run.status import PartitionStatus, Status, format_status
+from icefloe.loader.decode.record import RecordDecoder
+from icefloe.loader.io.topics import EARLIEST, starting_offsets_json
+from icefloe.loader.run.job import lag
+from icefloe.loader.run.status import PartitionStatus, Status, format_status
 
 SCHEMA = Schema(
     it.NestedField(1, "id", it.LongType(), required=False),

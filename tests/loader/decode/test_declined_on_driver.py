@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from pyiceberg.schema import Schema
 from pyspark.sql import functions as F
 
-from loader.config import DecodeOptions
-from loader.decode.batch import Reject
-from loader.decode.frames import DecodedBatch, all_nullable
-from loader.ext.fastpath.onepass import FastPath
+from icefloe.loader.config import DecodeOptions
+from icefloe.loader.decode.batch import Reject
+from icefloe.loader.decode.frames import DecodedBatch, all_nullable
+from icefloe.loader.ext.fastpath.onepass import FastPath
 from tests.loader.ext.test_plain import (
     HEADERS,
     SETTINGS,

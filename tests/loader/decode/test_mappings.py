@@ -8,8 +8,8 @@ from pyiceberg import types as it
 from pyiceberg.schema import Schema
 from pyspark.sql import types as st
 
-from loader.decode.parse import arrow_schema, parse_row, spark_schema
-from loader.errors import SchemaMismatch
+from icefloe.loader.decode.parse import arrow_schema, parse_row, spark_schema
+from icefloe.loader.errors import SchemaMismatch
 from tests.loader.decode.test_parse import SCHEMA
 
 FULL_ROW = b"""{

@@ -11,8 +11,8 @@ import pytest
 from pyiceberg import types as it
 from pyiceberg.schema import Schema
 
-from loader.decode.parse import load_json, parse_row, row_parser
-from loader.errors import Kind, MalformedRecord, SchemaMismatch
+from icefloe.loader.decode.parse import load_json, parse_row, row_parser
+from icefloe.loader.errors import Kind, MalformedRecord, SchemaMismatch
 
 SCHEMA = Schema(
     it.NestedField(1, "id", it.LongType(), required=True),

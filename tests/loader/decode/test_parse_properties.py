@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from loader.decode.parse import parse_row
-from loader.errors import MalformedRecord
+from icefloe.loader.decode.parse import parse_row
+from icefloe.loader.errors import MalformedRecord
 from tests.loader.strategies import Document, documents, mutated
 
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -8,11 +8,11 @@ import pytest
 from pyiceberg import types as it
 from pyiceberg.schema import Schema
 
-from loader import keys
-from loader.config import DecodeOptions, Transform
-from loader.decode.record import KafkaMeta, RecordDecoder, route_malformed
-from loader.errors import MalformedRecord, PoisonMessage, SchemaMismatch
-from loader.ext.transforms import CaseFormat, Projection
+from icefloe.loader import keys
+from icefloe.loader.config import DecodeOptions, Transform
+from icefloe.loader.decode.record import KafkaMeta, RecordDecoder, route_malformed
+from icefloe.loader.errors import MalformedRecord, PoisonMessage, SchemaMismatch
+from icefloe.loader.ext.transforms import CaseFormat, Projection
 
 SCHEMA = Schema(
     it.NestedField(1, "order_id", it.LongType(), required=True),

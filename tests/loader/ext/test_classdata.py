@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from loader.config import SparkConfig
-from loader.errors import ConfigError
-from loader.ext.classdata import DUMP_SUFFIX, STALE_DUMP_S, ClassData
+from icefloe.loader.config import SparkConfig
+from icefloe.loader.errors import ConfigError
+from icefloe.loader.ext.classdata import DUMP_SUFFIX, STALE_DUMP_S, ClassData
 
 
 class FakeGateway:

@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loader.ext.firstslice import Slice, plan_slice
+from icefloe.loader.ext.firstslice import Slice, plan_slice
 
 TOPIC = "events"
 

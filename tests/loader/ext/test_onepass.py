@@ -11,8 +11,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loader.commit.offsets import kafka_ranges, plan_batch
-from loader.ext.fastpath.onepass import parse_offset_log
+from icefloe.loader.commit.offsets import kafka_ranges, plan_batch
+from icefloe.loader.ext.fastpath.onepass import parse_offset_log
 
 TOPIC = "orders"
 

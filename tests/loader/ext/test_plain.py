@@ -28,15 +28,15 @@ from hypothesis import strategies as st
 from pyiceberg import types as it
 from pyiceberg.schema import Schema
 
-from loader.config import DecodeOptions, Transform
-from loader.decode.batch import POSITION_COLUMN, REJECT_COLUMN, arrow_decoder, decode_arrow
-from loader.decode.batch import decoded_schema as python_output
-from loader.decode.frames import all_nullable
-from loader.decode.parse import DEFAULT_MAX_DEPTH, spark_schema
-from loader.decode.record import RecordDecoder
-from loader.errors import SchemaMismatch
-from loader.ext.fastpath.plain import Ineligible, plain_column, spec
-from publisher.rows import reference_schema
+from icefloe.loader.config import DecodeOptions, Transform
+from icefloe.loader.decode.batch import POSITION_COLUMN, REJECT_COLUMN, arrow_decoder, decode_arrow
+from icefloe.loader.decode.batch import decoded_schema as python_output
+from icefloe.loader.decode.frames import all_nullable
+from icefloe.loader.decode.parse import DEFAULT_MAX_DEPTH, spark_schema
+from icefloe.loader.decode.record import RecordDecoder
+from icefloe.loader.errors import SchemaMismatch
+from icefloe.loader.ext.fastpath.plain import Ineligible, plain_column, spec
+from icefloe.publisher.rows import reference_schema
 from tests.loader.strategies import (
     Document,
     Raw,
@@ -371,8 +371,8 @@ def test_reference_records_are_decided_alike(spark: Any) -> None:
 
 @pytest.mark.integration
 def test_every_publisher_message_is_decided_alike(spark: Any) -> None:
-    from publisher.clock import ClockConfig
-    from publisher.messages import GenerationConfig, generate
+    from icefloe.publisher.clock import ClockConfig
+    from icefloe.publisher.messages import GenerationConfig, generate
 
     clock = ClockConfig(anchor=dt.datetime(2026, 1, 1, tzinfo=dt.UTC), window_days=30)
     config = GenerationConfig(seed=5, clock=clock, malformed_fraction=0.3)
@@ -393,7 +393,7 @@ def test_records_over_the_size_limit_are_declined(spark: Any) -> None:
 
 
 def test_a_time_column_stops_the_loader_before_any_record() -> None:
-    from loader.decode.parse import spark_schema
+    from icefloe.loader.decode.parse import spark_schema
 
     schema = Schema(it.NestedField(1, "at", it.TimeType(), required=False))
     with pytest.raises(SchemaMismatch, match="time"):

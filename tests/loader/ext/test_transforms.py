@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from loader.config import CASE_FORMATS, Transform
-from loader.decode.record import KafkaMeta
-from loader.errors import ConfigError, MalformedRecord
-from loader.ext.transforms import (
+from icefloe.loader.config import CASE_FORMATS, Transform
+from icefloe.loader.decode.record import KafkaMeta
+from icefloe.loader.errors import ConfigError, MalformedRecord
+from icefloe.loader.ext.transforms import (
     CaseFormat,
     JsonPointer,
     Projection,

@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from loader import keys
-from loader.config import KafkaConfig
-from loader.io.deadletter import (
+from icefloe.loader import keys
+from icefloe.loader.config import KafkaConfig
+from icefloe.loader.io.deadletter import (
     DeadLetterProducer,
     pending_letters,
     positions_from_json,

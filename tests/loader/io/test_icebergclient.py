@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import pytest
 import requests
 
-from loader.config import CatalogConfig
-from loader.io.icebergclient import commit_transaction_once, rest_catalog
+from icefloe.loader.config import CatalogConfig
+from icefloe.loader.io.icebergclient import commit_transaction_once, rest_catalog
 
 
 @pytest.fixture

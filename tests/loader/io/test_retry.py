@@ -11,7 +11,15 @@ from pyiceberg.exceptions import (
     ServiceUnavailableError,
 )
 
-from loader.io.retry import CATALOG, KAFKA, STORAGE, Patience, Stalled, Unanswered, unanswered
+from icefloe.loader.io.retry import (
+    CATALOG,
+    KAFKA,
+    STORAGE,
+    Patience,
+    Stalled,
+    Unanswered,
+    unanswered,
+)
 
 
 @pytest.mark.parametrize(

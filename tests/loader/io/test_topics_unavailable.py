@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from loader.config import KafkaConfig
-from loader.errors import KafkaUnavailable, LoaderError
-from loader.io.topics import KafkaMetadata
+from icefloe.loader.config import KafkaConfig
+from icefloe.loader.errors import KafkaUnavailable, LoaderError
+from icefloe.loader.io.topics import KafkaMetadata
 
 
 def _closed_port() -> int:

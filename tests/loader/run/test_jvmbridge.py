@@ -23,8 +23,9 @@ from pyspark.sql import SparkSession
 )
 def test_pyspark_still_sets_the_private_name(owner: type, assignment: str) -> None:
     assert f"{assignment} =" in inspect.getsource(owner), (
-        f"pyspark's {owner.__name__} no longer sets {assignment}: loader.run.jvmbridge reaches the "
-        "JVM through it; find where this pyspark version keeps it"
+        f"pyspark's {owner.__name__} no longer sets {assignment}: "
+        "icefloe.loader.run.jvmbridge reaches the JVM through it; "
+        "find where this pyspark version keeps it"
     )
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from loader.errors import Fenced
-from loader.run.leasekeeper import LeaseKeeper
+from icefloe.loader.errors import Fenced
+from icefloe.loader.run.leasekeeper import LeaseKeeper
 
 
 class View:

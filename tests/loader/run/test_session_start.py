@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from loader.config import CatalogConfig, KafkaConfig, LoaderConfig, TableId
-from loader.errors import ConcurrentLoader, Fenced
-from loader.run.job import LoaderJob
-from loader.run.sessionstart import SessionStart
+from icefloe.loader.config import CatalogConfig, KafkaConfig, LoaderConfig, TableId
+from icefloe.loader.errors import ConcurrentLoader, Fenced
+from icefloe.loader.run.job import LoaderJob
+from icefloe.loader.run.sessionstart import SessionStart
 
 SLOW_JVM_S = 30.0
 

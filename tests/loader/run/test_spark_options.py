@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from loader import keys
-from loader.run.spark import LOCAL_CHECKPOINT_MANAGER, checkpoint_options
+from icefloe.loader import keys
+from icefloe.loader.run.spark import LOCAL_CHECKPOINT_MANAGER, checkpoint_options
 
 
 @pytest.mark.parametrize("location", [None, "/var/lib/icefloe/cp", "file:///tmp/cp", "cp"])

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from loader.config import CatalogConfig, KafkaConfig, LoaderConfig, TableId
-from loader.errors import LoaderError
-from loader.run.job import LoaderJob
+from icefloe.loader.config import CatalogConfig, KafkaConfig, LoaderConfig, TableId
+from icefloe.loader.errors import LoaderError
+from icefloe.loader.run.job import LoaderJob
 
 
 class Query:

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from loader.config import DecodeOptions, Transform
-from loader.ext.fastpath.onepass import FastPath
-from loader.run.job import warm_up_decoding
-from publisher.rows import reference_schema
+from icefloe.loader.config import DecodeOptions, Transform
+from icefloe.loader.ext.fastpath.onepass import FastPath
+from icefloe.loader.run.job import warm_up_decoding
+from icefloe.publisher.rows import reference_schema
 
 pytestmark = pytest.mark.integration
 

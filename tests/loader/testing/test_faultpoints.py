@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from loader.commit.hooks import Hooks, Point
-from loader.run.job import TEST_ENV_PREFIX, hooks_from_env
-from loader.testing.faultpoints import (
+from icefloe.loader.commit.hooks import Hooks, Point
+from icefloe.loader.run.job import TEST_ENV_PREFIX, hooks_from_env
+from icefloe.loader.testing.faultpoints import (
     DISABLE_ENV,
     KILL_AT_ENV,
     POINTS,
