@@ -38,7 +38,7 @@ from icefloe.harness.bench.freshness import latencies, publish_numbered, watch_s
 from icefloe.harness.bench.stages import kafka_records
 from icefloe.harness.bench.workload import create_topic, publish_alternating, reference_values
 from icefloe.harness.loaders.config import stack_loader_config
-from icefloe.harness.scenarios.checks.checkers import percentile
+from icefloe.harness.scenarios.checks.facts.numbers import percentile
 from icefloe.harness.stack.lakehouse import Stack
 from icefloe.harness.stack.tables import create_table_sql
 from icefloe.loader.config import DecodeOptions, LoaderConfig

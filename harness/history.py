@@ -24,6 +24,10 @@ from typing import Any
 KINDS = ("publish", "loader", "fault", "sql", "read", "check", "step", "info")
 PHASES = ("invoke", "ok", "fail", "info")
 
+PROXY_FIRED = "catalog_proxy.fired"
+"""The name of the ``fault``/``info`` event the catalog proxy records each time a rule fires
+(``harness.stack.catalogproxy``), read back where catalog faults are counted."""
+
 
 @dataclass(frozen=True)
 class Event:

@@ -49,7 +49,7 @@ from icefloe.harness.bench.workload import (
     reference_values,
     visible,
 )
-from icefloe.harness.scenarios.checks.checkers import percentile
+from icefloe.harness.scenarios.checks.facts.numbers import percentile
 from icefloe.harness.waiting import poll
 
 POLL_S = 0.1

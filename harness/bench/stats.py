@@ -1,5 +1,5 @@
 """Rates, ratios and medians of a bench run: pure functions (its percentile is the checkers',
-``harness.scenarios.checks.checkers.percentile``)."""
+``harness.scenarios.checks.facts.numbers.percentile``)."""
 
 from __future__ import annotations
 

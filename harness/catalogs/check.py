@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from icefloe.harness.catalogs import drive, kinds, verdicts
-from icefloe.harness.scenarios.checks.checkers import CheckResult, summarize
+from icefloe.harness.scenarios.checks.verdict import CheckResult, summarize
 from icefloe.harness.scenarios.faults.commits import CatalogHttpParams
 from icefloe.harness.stack import keys
 from icefloe.harness.stack.catalogproxy import CatalogProxy

@@ -26,7 +26,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from icefloe.harness.scenarios.checks.checkers import UNKNOWN, CheckResult, Found
+from icefloe.harness.scenarios.checks.verdict import UNKNOWN, CheckResult, Found
 
 ACKNOWLEDGED, REFUSED, NO_ANSWER = "acknowledged", "refused", "no_answer"
 RACE, STALE, KILL9 = "race", "stale", "kill9"

@@ -124,7 +124,7 @@ def read_fates(run_dir: Path) -> list[Any]:
     from icefloe.harness.conformance.semantics import fates
     from icefloe.harness.history import History, select
     from icefloe.harness.observer import observer_of
-    from icefloe.harness.scenarios.checks.observe import dead_letters, ledger_entries, phases
+    from icefloe.harness.scenarios.checks.facts.reads import dead_letters, ledger_entries, phases
 
     history = History.read(run_dir / "history.jsonl").events
     counts: dict[str, int] = {}

@@ -322,7 +322,7 @@ def _applies(scenario: Any, kind: Any, catalog: Any) -> bool:
 
 def check_runs(run_dirs: list[Path]) -> int:
     """Recompute each run's verdicts from its history and ledgers; 0 when all pass again."""
-    from icefloe.harness.scenarios.checks.checkers import summarize
+    from icefloe.harness.scenarios.checks.verdict import summarize
     from icefloe.harness.scenarios.runner import judge, saved_run
 
     passed = True

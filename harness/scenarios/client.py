@@ -9,7 +9,7 @@ so ``icefloe scenario check RUN_DIR`` recomputes a verdict without the services.
 Reads repeated during a run are recorded as differences: an id read (``ids``) records the ids
 that appeared and disappeared since the previous id read of the same table, a snapshot read
 the snapshots that are new, a dead-letter read the letters past the previous one. Replaying
-the events in order gives every read back (see ``harness.scenarios.checks.observe``).
+the events in order gives every read back (see ``harness.scenarios.checks.facts.reads``).
 """
 
 from __future__ import annotations

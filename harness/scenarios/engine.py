@@ -19,8 +19,8 @@ from typing import Any
 
 from icefloe.harness.history import Event, History
 from icefloe.harness.loaders.base import LoaderKind
-from icefloe.harness.scenarios.checks.liveness import heals
-from icefloe.harness.scenarios.checks.observe import removed_by_retention
+from icefloe.harness.scenarios.checks.facts.faults import heals
+from icefloe.harness.scenarios.checks.facts.reads import removed_by_retention
 from icefloe.harness.scenarios.client import RecordingClient
 from icefloe.harness.scenarios.faults import Fault, FaultSkipped
 from icefloe.harness.scenarios.faults.commits import attach_catalog_proxy
@@ -389,7 +389,7 @@ class Run:
         loader kind's bound (its observer's ``drain_s``, plus ``discovery_s`` when the topic
         grew during the run) has passed since the last disturbance (a heal, a publish, a
         start), every expected row is visible, or nothing is left to load them. Rows that
-        arrive in it are *late* (``harness.scenarios.checks.positions``), not lost.
+        arrive in it are *late* (``harness.scenarios.checks.missing``), not lost.
 
         Args:
             expected: The ids that should be visible.

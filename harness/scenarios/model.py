@@ -186,14 +186,9 @@ def parse(
         ScenarioError: For an unknown profile, step, check, variable, a missing field, or a
             parameter of the wrong name, type or value.
     """
-    from icefloe.harness.scenarios.checks import (  # noqa: F401  (they register their checkers)
-        catalogfaults,
-        exits,
-        invariants,
-        liveness,
-        storage,
+    from icefloe.harness.scenarios.checks.verdict import (
+        CHECKERS,  # the package registers every checker
     )
-    from icefloe.harness.scenarios.checks.checkers import CHECKERS
 
     if profile not in PROFILES:
         raise ScenarioError(f"unknown profile {profile!r}; one of {PROFILES}")

@@ -18,26 +18,30 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 T = TypeVar("T")
 
-__all__ = ["ParamError", "as_dict", "parse_params"]
+__all__ = ["ParamError", "as_dict", "coerce", "describe_type", "parse_params"]
 
 
 class ParamError(ValueError):
     """A parameter table does not fit its dataclass."""
 
 
-def _describe(kind: Any) -> str:
+def describe_type(kind: Any) -> str:
+    """A type as a scenario file's reader names it (``int``, ``'a' | 'b'``, ``tuple[str, ...]``)."""
     origin = get_origin(kind)
     if origin is Literal:
         return " | ".join(repr(a) for a in get_args(kind))
     if origin in (Union, types.UnionType):
-        return " | ".join(_describe(a) for a in get_args(kind))
+        return " | ".join(describe_type(a) for a in get_args(kind))
     if origin is not None:
-        return f"{getattr(origin, '__name__', origin)}[{', '.join(map(_describe, get_args(kind)))}]"
+        args = ", ".join(map(describe_type, get_args(kind)))
+        return f"{getattr(origin, '__name__', origin)}[{args}]"
+    if kind is Ellipsis:
+        return "..."
     return getattr(kind, "__name__", str(kind))
 
 
-def _coerce(kind: Any, value: Any, where: str) -> Any:
-    """``value`` as ``kind``, or ParamError."""
+def coerce(kind: Any, value: Any, where: str) -> Any:
+    """``value`` as ``kind`` (an int as a float, a list as a tuple), or ParamError at ``where``."""
     origin = get_origin(kind)
     if origin is Literal:
         if value in get_args(kind):
@@ -50,17 +54,17 @@ def _coerce(kind: Any, value: Any, where: str) -> Any:
             if arg is type(None):
                 continue
             try:
-                return _coerce(arg, value, where)
+                return coerce(arg, value, where)
             except ParamError:
                 continue
     elif origin is tuple:
         args = get_args(kind)
         if isinstance(value, list | tuple):
             if len(args) == 2 and args[1] is Ellipsis:
-                return tuple(_coerce(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
+                return tuple(coerce(args[0], v, f"{where}[{i}]") for i, v in enumerate(value))
             if len(args) == len(value):
                 pairs = enumerate(zip(args, value, strict=True))
-                return tuple(_coerce(a, v, f"{where}[{i}]") for i, (a, v) in pairs)
+                return tuple(coerce(a, v, f"{where}[{i}]") for i, (a, v) in pairs)
     elif origin in (dict, Mapping, typing.Mapping):
         if isinstance(value, Mapping):
             return dict(value)
@@ -80,7 +84,7 @@ def _coerce(kind: Any, value: Any, where: str) -> Any:
             return value
     elif isinstance(kind, type) and dataclasses.is_dataclass(kind) and isinstance(value, Mapping):
         return parse_params(kind, value, where)
-    raise ParamError(f"{where}: {value!r} is not {_describe(kind)}")
+    raise ParamError(f"{where}: {value!r} is not {describe_type(kind)}")
 
 
 def parse_params(cls: type[T], raw: Mapping[str, Any], where: str = "") -> T:
@@ -105,9 +109,9 @@ def parse_params(cls: type[T], raw: Mapping[str, Any], where: str = "") -> T:
     values: dict[str, Any] = {}
     for name, f in fields.items():
         if name in raw:
-            values[name] = _coerce(hints[name], raw[name], f"{where}.{name}")
+            values[name] = coerce(hints[name], raw[name], f"{where}.{name}")
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-            raise ParamError(f"{where}: missing parameter {name!r} ({_describe(hints[name])})")
+            raise ParamError(f"{where}: missing parameter {name!r} ({describe_type(hints[name])})")
     try:
         return cls(**values)
     except (TypeError, ValueError) as exc:

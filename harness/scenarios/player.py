@@ -6,7 +6,7 @@ that runs late keeps the spacing the schedule gave its events). A loader
 event that needs one of the loader's hooks is armed on the loader start that comes before it.
 :class:`Monitor` reads the table (its ids and duplicates), the dead-letter topic and the
 table's commits every few seconds through the run's recording client and judges the reads
-with :class:`~harness.scenarios.checks.invariants.LiveJudge`; when a rule breaks it records the
+with :class:`~harness.scenarios.checks.live.LiveJudge`; when a rule breaks it records the
 verdict and stops the player, which injects nothing more and heals what is injected.
 
 Given a :class:`~harness.scenarios.pacing.LoaderPacer` (the soak), the player paces its loader
@@ -24,7 +24,8 @@ import threading
 import time
 from typing import Any
 
-from icefloe.harness.scenarios.checks.invariants import LedgerIndex, LiveJudge
+from icefloe.harness.scenarios.checks.facts.ledger import LedgerIndex
+from icefloe.harness.scenarios.checks.live import LiveJudge
 from icefloe.harness.scenarios.faults import Fault, build_fault
 from icefloe.harness.scenarios.pacing import LoaderPacer
 from icefloe.harness.scenarios.schedule import Schedule

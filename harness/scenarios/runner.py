@@ -26,22 +26,17 @@ from typing import Any
 from icefloe.harness.history import Event, History
 from icefloe.harness.observer import WAP_ID_KEY, summary_of
 from icefloe.harness.scenarios.checks import storage
-from icefloe.harness.scenarios.checks.checkers import (
-    INVALID,
-    CheckResult,
-    Observed,
-    run_check,
-    summarize,
-)
-from icefloe.harness.scenarios.checks.invariants import main_commits, recorded_snapshots
+from icefloe.harness.scenarios.checks.facts.commits import main_commits, recorded_snapshots
+from icefloe.harness.scenarios.checks.facts.reads import Observed, ledger_entries
 from icefloe.harness.scenarios.checks.liveness import DEFAULT_BOUND_S
-from icefloe.harness.scenarios.checks.observe import (
+from icefloe.harness.scenarios.checks.verdict import INVALID, CheckResult, run_check, summarize
+from icefloe.harness.scenarios.engine import Run, RunSetup
+from icefloe.harness.scenarios.gather.observed import (
     REFERENCE_VALUE_COLUMNS,
-    ledger_entries,
     observed,
     value_columns,
 )
-from icefloe.harness.scenarios.engine import Run, RunSetup
+from icefloe.harness.scenarios.gather.storage import read_storage
 from icefloe.harness.scenarios.model import Scenario, parse
 from icefloe.harness.scenarios.steps import STEPS
 from icefloe.harness.scenarios.world import Names
@@ -68,7 +63,7 @@ def read_for_checks(run: Any, checks: Sequence[Any]) -> None:
     """
     storage_checks = [c.check for c in checks if c.check in storage.CHECKS]
     if storage_checks:
-        storage.read_storage(run.client, run.table, storage_checks)
+        read_storage(run.client, run.table, storage_checks)
     columns = run.client.columns(run.table)
     for check in checks:
         if check.check == "column_values":

@@ -53,6 +53,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
+from icefloe.harness.history import PROXY_FIRED
+
 __all__ = [
     "COMMIT_PATH",
     "GLUE_COMMIT_OPERATION",
@@ -92,7 +94,6 @@ LOAD_PATH = COMMIT_PATH
 GLUE_COMMIT_OPERATION = r"AWSGlue\.UpdateTable"
 GLUE_LOAD_OPERATION = r"AWSGlue\.GetTable"
 
-EVENT_NAME = "catalog_proxy.fired"
 HEAD_LIMIT = 1 << 20
 UPSTREAM_CONNECT_TIMEOUT_S = 10.0
 _REASONS = {
@@ -797,7 +798,7 @@ class CatalogProxy:
             self._fired.append(fired)
             self._fired_cond.notify_all()
         if self.history is not None:
-            self.history.record("fault", "info", EVENT_NAME, **fired.to_json())
+            self.history.record("fault", "info", PROXY_FIRED, **fired.to_json())
         return fired
 
     # -- serving ---------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from icefloe.harness.bench.freshness import (
 from icefloe.harness.bench.options import BenchOptions, as_dict, command_line, parse
 from icefloe.harness.bench.report import Report
 from icefloe.harness.bench.stats import median_low, per_hour, rate, ratio
-from icefloe.harness.scenarios.checks.checkers import percentile
+from icefloe.harness.scenarios.checks.facts.numbers import percentile
 from icefloe.harness.waiting import poll
 
 

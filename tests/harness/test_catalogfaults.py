@@ -4,20 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from icefloe.harness.history import History
-from icefloe.harness.scenarios.checks.catalogfaults import (
-    check_catalog_faults_landed,
-    landed_counts,
-)
-from icefloe.harness.scenarios.checks.checkers import UNKNOWN, VALID, Observed
-from icefloe.harness.stack.catalogproxy import EVENT_NAME
+from icefloe.harness.history import PROXY_FIRED, History
+from icefloe.harness.scenarios.checks.facts.faults import landed_counts
+from icefloe.harness.scenarios.checks.facts.reads import Observed
+from icefloe.harness.scenarios.checks.verdict import UNKNOWN, VALID, run_check
 
 
 def history(tmp_path: Path, *firings: tuple[str, bool | None]) -> History:
     h = History(tmp_path / "history.jsonl")
     h.record("fault", "ok", "catalog_http.inject", rule="r1")
     for mode, applied in firings:
-        h.record("fault", "info", EVENT_NAME, mode=mode, applied=applied, rule="r1")
+        h.record("fault", "info", PROXY_FIRED, mode=mode, applied=applied, rule="r1")
     return h
 
 
@@ -43,7 +40,7 @@ def test_counts_by_mode_and_outcome(tmp_path: Path) -> None:
 
 
 def test_armed_but_never_fired_is_unknown(tmp_path: Path) -> None:
-    result = check_catalog_faults_landed(history(tmp_path), [], Observed(), {})
+    result = run_check("catalog_faults_landed", history(tmp_path), [], Observed(), {})
     assert result.verdict == UNKNOWN
     assert "0 catalog faults landed" in result.summary
 
@@ -52,12 +49,14 @@ def test_fired_only_on_refused_requests_is_unknown_when_applied_ones_are_needed(
     tmp_path: Path,
 ) -> None:
     h = history(tmp_path, ("refuse", False), ("refuse", False))
-    assert check_catalog_faults_landed(h, [], Observed(), {"min_applied": 1}).verdict == UNKNOWN
-    assert check_catalog_faults_landed(h, [], Observed(), {"min_fired": 2}).verdict == VALID
+    assert (
+        run_check("catalog_faults_landed", h, [], Observed(), {"min_applied": 1}).verdict == UNKNOWN
+    )
+    assert run_check("catalog_faults_landed", h, [], Observed(), {"min_fired": 2}).verdict == VALID
 
 
 def test_enough_landed_is_valid(tmp_path: Path) -> None:
     h = history(tmp_path, ("drop_after_forward", True), ("drop_after_forward", True))
     params = {"mode": "drop_after_forward", "min_fired": 2, "min_applied": 2}
-    result = check_catalog_faults_landed(h, [], Observed(), params)
+    result = run_check("catalog_faults_landed", h, [], Observed(), params)
     assert result.verdict == VALID, result.summary

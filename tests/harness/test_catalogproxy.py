@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from icefloe.harness.history import History, select
-from icefloe.harness.stack.catalogproxy import COMMIT_PATH, EVENT_NAME, CatalogProxy, Rule
+from icefloe.harness.history import PROXY_FIRED, History, select
+from icefloe.harness.stack.catalogproxy import COMMIT_PATH, CatalogProxy, Rule
 
 COMMIT = "/v1/namespaces/ns/tables/t"
 
@@ -352,7 +352,7 @@ def test_firings_go_into_the_history(fake: FakeCatalog) -> None:
             assert post(conn)[0] == 502
         finally:
             conn.close()
-    (event,) = select(history, kind="fault", name=EVENT_NAME)
+    (event,) = select(history, kind="fault", name=PROXY_FIRED)
     assert event.data["applied"] is True and event.data["status"] == 200
     assert event.data["answered"] == 502 and event.data["mode"] == "status_after_forward"
 
@@ -471,7 +471,7 @@ def test_the_fault_arms_a_rule_and_heals_with_what_landed(fake: FakeCatalog) -> 
         "unknown": 0,
         "in_flight": 0,
     }
-    assert len(select(run.history, name=EVENT_NAME)) == 2
+    assert len(select(run.history, name=PROXY_FIRED)) == 2
 
 
 def test_healing_the_fault_releases_a_black_hole(fake: FakeCatalog) -> None:
@@ -488,7 +488,7 @@ def test_healing_the_fault_releases_a_black_hole(fake: FakeCatalog) -> None:
         finally:
             conn.close()
             healer.join()
-    (event,) = select(run.history, name=EVENT_NAME)
+    (event,) = select(run.history, name=PROXY_FIRED)
     assert event.data["applied"] is False and fake.posts() == []
 
 

@@ -9,17 +9,10 @@ import pytest
 
 from icefloe.harness.history import History
 from icefloe.harness.observer import ICEFLOE
-from icefloe.harness.scenarios.checks.checkers import (
-    INVALID,
-    UNKNOWN,
-    VALID,
-    DeadLetter,
-    Observed,
-    fault_windows,
-    percentile,
-    run_check,
-    summarize,
-)
+from icefloe.harness.scenarios.checks.facts.faults import injections as fault_windows
+from icefloe.harness.scenarios.checks.facts.numbers import percentile
+from icefloe.harness.scenarios.checks.facts.reads import DeadLetter, Observed
+from icefloe.harness.scenarios.checks.verdict import INVALID, UNKNOWN, VALID, run_check, summarize
 from icefloe.loader import keys
 from icefloe.publisher.ledger import LedgerEntry
 

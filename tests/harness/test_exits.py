@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from icefloe.harness.history import History
-from icefloe.harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from icefloe.harness.scenarios.checks.exits import (
-    fault_windows,  # importing it registers the checker
-)
+from icefloe.harness.scenarios.checks.facts.faults import fault_windows
+from icefloe.harness.scenarios.checks.facts.reads import Observed
+from icefloe.harness.scenarios.checks.verdict import INVALID, UNKNOWN, VALID, run_check
 from icefloe.harness.scenarios.runner import mutate_history
 
 CHECK = "loader_exits_explained"

@@ -282,7 +282,7 @@ def test_a_failing_search_is_shrunk_and_written_as_a_scenario_file(
     failing schedule is written as a file that reads back as the same scenario."""
     import json
 
-    from icefloe.harness.scenarios.checks.checkers import CheckResult
+    from icefloe.harness.scenarios.checks.verdict import CheckResult
     from icefloe.harness.scenarios.generative import explore as explore_module
     from icefloe.harness.scenarios.model import load
     from icefloe.harness.scenarios.runner import RunResult

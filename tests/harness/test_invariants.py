@@ -9,14 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from icefloe.harness.history import History
-from icefloe.harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from icefloe.harness.scenarios.checks.invariants import LedgerIndex, LiveJudge
-from icefloe.harness.scenarios.checks.observe import (
+from icefloe.harness.scenarios.checks.facts.ledger import LedgerIndex
+from icefloe.harness.scenarios.checks.facts.reads import (
+    Observed,
     dead_letters,
     first_seen,
     ids_timeline,
     removed_by_retention,
 )
+from icefloe.harness.scenarios.checks.live import LiveJudge
+from icefloe.harness.scenarios.checks.verdict import INVALID, UNKNOWN, VALID, run_check
 from icefloe.publisher.ledger import LedgerEntry
 
 TOPIC = "events"
@@ -70,7 +72,7 @@ def table(counts: dict[str, int]) -> tuple[str, str, str, dict[str, Any]]:
 
 
 def check(name: str, history: History, ledger: list[LedgerEntry] = LEDGER) -> Any:
-    from icefloe.harness.scenarios.checks.observe import table_counts
+    from icefloe.harness.scenarios.checks.facts.reads import table_counts
 
     observed = Observed(table_counts(history), dead_letters(history))
     return run_check(name, history, ledger, observed)
@@ -333,7 +335,7 @@ def test_one_owner_unknown_without_loader_commits() -> None:
 
 
 def test_read_errors_are_counted_and_named() -> None:
-    from icefloe.harness.scenarios.checks.observe import read_errors
+    from icefloe.harness.scenarios.checks.facts.reads import read_errors
 
     failed = ("read", "fail", "ids", {"error": "connection refused"})
     ok_read = ("read", "ok", "ids", {"added": [eid(0)]})

@@ -1,10 +1,10 @@
-"""Loader faults counted by the point they landed at (``harness.scenarios.checks.landed``), not
-the point they were armed at, from a made-up history (no services)."""
+"""Loader faults counted by the point they landed at, not the point they were armed at
+(``harness.scenarios.checks.facts.landed``), from a made-up history (no services)."""
 
 from __future__ import annotations
 
 from icefloe.harness.history import History
-from icefloe.harness.scenarios.checks.landed import fault_counts
+from icefloe.harness.scenarios.checks.facts.landed import fault_counts
 
 
 def _landed(history: History, pid: int, point: str, action: str, **landed: str) -> None:

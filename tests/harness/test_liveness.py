@@ -9,16 +9,17 @@ from __future__ import annotations
 from typing import Any
 
 from icefloe.harness.history import History
-from icefloe.harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
+from icefloe.harness.scenarios.checks.facts.faults import Heal
+from icefloe.harness.scenarios.checks.facts.reads import Observed
 from icefloe.harness.scenarios.checks.liveness import (
     CUT,
     EXITED,
     NO_WORK,
     RESUMED,
     STALLED,
-    Heal,
     judge_windows,
 )
+from icefloe.harness.scenarios.checks.verdict import INVALID, UNKNOWN, VALID, run_check
 from icefloe.publisher.ledger import LedgerEntry
 
 

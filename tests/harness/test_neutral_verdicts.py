@@ -13,14 +13,8 @@ from typing import Any
 
 from icefloe.harness.history import History
 from icefloe.harness.observer import GROUP, SUMMARY, Observer
-from icefloe.harness.scenarios.checks import liveness, storage  # noqa: F401  (registers their checks)
-from icefloe.harness.scenarios.checks.checkers import (
-    INVALID,
-    NOT_APPLICABLE,
-    VALID,
-    Observed,
-    run_check,
-)
+from icefloe.harness.scenarios.checks.facts.reads import Observed
+from icefloe.harness.scenarios.checks.verdict import INVALID, NOT_APPLICABLE, VALID, run_check
 from icefloe.publisher.ledger import LedgerEntry
 
 TOPIC = "events"

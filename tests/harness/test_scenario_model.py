@@ -14,7 +14,7 @@ from icefloe.harness.loaders.icefloe import icefloe_config
 from icefloe.harness.loaders.process import LoaderProcess
 from icefloe.harness.provision import jdk, versions
 from icefloe.harness.provision.layout import Layout
-from icefloe.harness.scenarios.checks.checkers import CHECKERS, CheckResult
+from icefloe.harness.scenarios.checks.verdict import CHECKERS, CheckResult
 from icefloe.harness.scenarios.model import PROFILES, ScenarioError, discover, find, load, parse
 from icefloe.harness.scenarios.reports import report
 from icefloe.harness.scenarios.runner import RunResult, settle_at_the_end

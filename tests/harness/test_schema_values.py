@@ -14,15 +14,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from icefloe.harness.history import History
-from icefloe.harness.scenarios.checks import invariants  # noqa: F401  (registers values_match_ledger)
-from icefloe.harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from icefloe.harness.scenarios.checks.schemahistory import (
+from icefloe.harness.scenarios.checks.facts.reads import Observed
+from icefloe.harness.scenarios.checks.facts.schema import (
     SchemaChange,
     SchemaTimeline,
     names_over_time,
     schema_changes,
     states_of,
 )
+from icefloe.harness.scenarios.checks.verdict import INVALID, UNKNOWN, VALID, run_check
 from icefloe.publisher.ledger import LedgerEntry
 
 TABLE = "lake.s.t"
@@ -185,7 +185,7 @@ def test_the_rows_compared_are_regenerated_with_the_phase_seed_and_the_runs_pool
     another run's pools."""
     import dataclasses as dc
 
-    from icefloe.harness.scenarios.checks.observe import observed
+    from icefloe.harness.scenarios.gather.observed import observed
     from icefloe.harness.scenarios.traffic import Workload, as_dict, generation
     from icefloe.publisher.ledger import LedgerWriter
     from icefloe.publisher.messages import generate

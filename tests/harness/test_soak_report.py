@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from icefloe.harness.history import History
-from icefloe.harness.scenarios.checks.landed import fault_counts
+from icefloe.harness.scenarios.checks.facts.landed import fault_counts
 from icefloe.harness.scenarios.generative.soak import SoakResult, _tally
 from icefloe.harness.scenarios.generative.soakreport import summary
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from icefloe.harness.history import History
-from icefloe.harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from icefloe.harness.scenarios.checks.storage import (
+from icefloe.harness.scenarios.checks.facts.reads import Observed
+from icefloe.harness.scenarios.checks.facts.storage import (
     SnapshotFact,
     absent_files,
     files_added_twice,
@@ -18,6 +18,7 @@ from icefloe.harness.scenarios.checks.storage import (
     main_lineage,
     unpublished_staged,
 )
+from icefloe.harness.scenarios.checks.verdict import INVALID, UNKNOWN, VALID, run_check
 
 A, B, C = "s3://warehouse/t/data/a.parquet", "s3://warehouse/t/data/b.parquet", "s3://w/c.parquet"
 
@@ -142,7 +143,7 @@ def test_staged_snapshots_bounded_valid_invalid_unknown() -> None:
 
 
 def test_storage_checks_are_registered_for_scenario_files() -> None:
-    from icefloe.harness.scenarios.checks import liveness, storage  # noqa: F401  (what model.parse imports)
-    from icefloe.harness.scenarios.checks.checkers import CHECKERS
+    from icefloe.harness.scenarios.checks import storage
+    from icefloe.harness.scenarios.checks.verdict import CHECKERS
 
     assert {*storage.CHECKS, "liveness"} <= set(CHECKERS)

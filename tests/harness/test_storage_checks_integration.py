@@ -29,10 +29,10 @@ import pytest
 from icefloe.harness.history import History, select
 from icefloe.harness.observer import ICEFLOE
 from icefloe.harness.pytest_plugin import backend_of, unique_name
-from icefloe.harness.scenarios.checks import liveness  # noqa: F401  (registers the checker)
-from icefloe.harness.scenarios.checks.checkers import INVALID, UNKNOWN, VALID, Observed, run_check
-from icefloe.harness.scenarios.checks.storage import entries_from_manifests, read_storage
+from icefloe.harness.scenarios.checks.facts.reads import Observed
+from icefloe.harness.scenarios.checks.verdict import INVALID, UNKNOWN, VALID, run_check
 from icefloe.harness.scenarios.client import RecordingClient
+from icefloe.harness.scenarios.gather.storage import entries_from_manifests, read_storage
 from icefloe.harness.stack.keys import TRINO_CATALOG as LAKE
 from icefloe.loader import keys
 from icefloe.publisher.ledger import LedgerEntry

@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from icefloe.harness.scenarios.checks.storage import entries_from_manifests, files_added_twice
+from icefloe.harness.scenarios.checks.facts.storage import files_added_twice
+from icefloe.harness.scenarios.gather.storage import entries_from_manifests
 from icefloe.harness.stack.catalogproxy import CatalogProxy, Rule
 from icefloe.harness.stack.tables import EVENT_ID_COLUMN
 from tests.loader.conftest import reference_values, wait_until

@@ -15,27 +15,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from icefloe.harness.observer import ICEFLOE, Letter, Observer
+from icefloe.harness.scenarios.checks.facts.ledger import Coordinates
 from icefloe.publisher.ledger import LedgerEntry
 
 __all__ = [
-    "Coordinates",
     "DeadLetterVerdict",
     "RowVerdict",
     "compare_dead_letters",
     "compare_rows",
-    "coordinates",
     "duplicated_dead_letters",
     "letters_of",
     "rows_against_ledger",
 ]
-
-Coordinates = tuple[str, int, int]
-"""A Kafka message's (topic, partition, offset)."""
-
-
-def coordinates(e: LedgerEntry) -> Coordinates:
-    """Where the ledger says a message went (offset -1: delivery unconfirmed)."""
-    return (e.topic, e.partition, -1 if e.offset is None else e.offset)
 
 
 @dataclass(frozen=True)

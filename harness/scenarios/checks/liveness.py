@@ -27,58 +27,43 @@ whatever keys the loader writes: its observer says which snapshots are its own.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from icefloe.harness.history import Event, History, select
+from icefloe.harness.history import History, select
 from icefloe.harness.observer import observer_of
-from icefloe.harness.scenarios.checks.checkers import (
+from icefloe.harness.scenarios.checks.facts.commits import loader_commits
+from icefloe.harness.scenarios.checks.facts.faults import Heal, cuts, heals, lifecycle
+from icefloe.harness.scenarios.checks.facts.numbers import percentile
+from icefloe.harness.scenarios.checks.facts.reads import Observed
+from icefloe.harness.scenarios.checks.verdict import (
     UNKNOWN,
     CheckResult,
     Found,
-    Observed,
+    Param,
     checker,
-    percentile,
 )
-from icefloe.harness.scenarios.checks.invariants import recorded_snapshots
 from icefloe.publisher.ledger import LedgerEntry
 
-__all__ = [
-    "DEFAULT_BOUND_S",
-    "Heal",
-    "Window",
-    "heals",
-    "judge_windows",
-    "lifecycle",
-    "loader_commits",
-]
+__all__ = ["CADENCES", "DEFAULT_BOUND_S", "IGNORED_LANES", "Window", "judge_windows"]
+
 
 DEFAULT_BOUND_S = 120.0
+
+
 CADENCES = 6
 """A loader that commits every ``cadence_s`` has at least this many of its cadences after a
 heal (a restart, a rebalance and a commit interval or two) before it is called stalled."""
+
+
 IGNORED_LANES = ("traffic", "schema", "maintenance", "topic")
 """Lanes whose injections do not cut a window: traffic, a schema change, maintenance and new
 partitions never stop a loader for long (it plans again). Any other lane (the loader's, the
 services', faults on the wire) may keep it from committing: its injection ends the window."""
 
+
 RESUMED, EXITED, STALLED, CUT, NO_WORK = "resumed", "exited", "stalled", "cut", "no_work"
-
-
-@dataclass(frozen=True)
-class Heal:
-    """One healed fault.
-
-    Attributes:
-        fault: The fault's name (``kill_minio``, ``kill_loader``...).
-        time: When its heal ended (epoch seconds).
-        lane: Its lane (``infra``, ``loader``, ``traffic``...).
-    """
-
-    fault: str
-    time: float
-    lane: str = ""
 
 
 @dataclass(frozen=True)
@@ -96,85 +81,6 @@ class Window:
     outcome: str
     after_s: float | None = None
     detail: str = ""
-
-
-def heals(history: Iterable[Event]) -> list[Heal]:
-    """Every healed fault, in the order of the heals.
-
-    Args:
-        history: The run's events.
-
-    Returns:
-        One heal per ``.heal`` ``ok`` event, with the lane its injection named.
-    """
-    lanes: dict[str, str] = {}
-    out: list[Heal] = []
-    for e in select(history, "fault"):
-        base, _, what = e.name.rpartition(".")
-        if what == "inject" and e.phase == "invoke":
-            lanes[base] = str(e.data.get("lane", ""))
-        elif what == "heal" and e.phase == "ok":
-            out.append(Heal(base, e.time, lanes.get(base, "")))
-    return out
-
-
-def loader_commits(history: Iterable[Event]) -> list[float]:
-    """When each snapshot the loader under test committed was committed (epoch seconds,
-    sorted): any snapshot its observer recognises as its commit (``harness.observer``),
-    whatever keys it writes; the kit's own snapshots (maintenance) are not.
-
-    Args:
-        history: The run's events (``read``/``commits`` and the ``observer`` record).
-
-    Returns:
-        The commit times.
-    """
-    events = list(history)
-    observer = observer_of(events)
-    return sorted(
-        float(c["time"])
-        for c in (observer.commit(r) for r in recorded_snapshots(events).values())
-        if c["mine"]
-    )
-
-
-def lifecycle(history: Iterable[Event]) -> list[tuple[float, str]]:
-    """The loader's states over the run: (time, state) with state ``up`` (a start was invoked),
-    ``exited`` (an exit with a non-zero code the harness did not cause) or ``down`` (stopped,
-    killed or frozen by the harness, or exited with code 0).
-
-    Args:
-        history: The run's events.
-
-    Returns:
-        The state changes, in order.
-    """
-    out: list[tuple[float, str]] = []
-    for e in select(history, "loader"):
-        if e.name == "start" and e.phase == "invoke":
-            out.append((e.time, "up"))
-        elif e.name in ("killed", "stopped", "frozen"):
-            out.append((e.time, "down"))
-        elif e.name == "exit":
-            code = e.data.get("code")
-            failed = code not in (0, None) and not e.data.get("expected")
-            out.append((e.time, "exited" if failed else "down"))
-    return out
-
-
-def _cuts(history: Iterable[Event], ignored: Sequence[str]) -> list[tuple[float, str]]:
-    out: list[tuple[float, str]] = []
-    for e in history:
-        if e.kind == "loader" and e.name in ("killed", "stopped", "frozen"):
-            out.append((e.time, f"the harness {e.name} the loader"))
-        elif (
-            e.kind == "fault"
-            and e.phase == "invoke"
-            and e.name.endswith(".inject")
-            and str(e.data.get("lane", "")) not in ignored
-        ):
-            out.append((e.time, f"{e.name.rpartition('.')[0]} injected"))
-    return sorted(out)
 
 
 def judge_windows(
@@ -248,7 +154,19 @@ def judge_windows(
     return out
 
 
-@checker("liveness")
+@checker(
+    "liveness",
+    Param(
+        "bound_s",
+        float,
+        "seconds after a heal to commit again (or its cadences, if longer)",
+        DEFAULT_BOUND_S,
+    ),
+    Param("faults", tuple[str, ...], "judge only the heals of these faults (none: every fault)"),
+    Param(
+        "ignore_lanes", tuple[str, ...], "lanes whose injections do not cut a window", IGNORED_LANES
+    ),
+)
 def check_liveness(
     history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
 ) -> CheckResult:
@@ -258,19 +176,13 @@ def check_liveness(
     observer's ``cadence_s``) when that is longer: a loader is judged against how often it
     says it commits. Each window's seconds from the heal to the next commit are reported.
 
-    Params:
-        bound_s: the bound (default 120 s).
-        faults: judge only the heals of these fault names (default: every fault).
-        ignore_lanes: lanes whose injections do not cut a window (default
-            :data:`IGNORED_LANES`).
-
     Returns:
         ``invalid`` with ``stalled``; ``unknown`` when no heal could be judged (no fault
         healed, every window cut short, or nothing was waiting to be loaded).
     """
     events = history.events
     cadence = observer_of(events).cadence_s
-    bound = max(float(params.get("bound_s", DEFAULT_BOUND_S)), CADENCES * (cadence or 0.0))
+    bound = max(float(params["bound_s"]), CADENCES * (cadence or 0.0))
     names = set(params.get("faults") or ())
     healed = [h for h in heals(events) if not names or h.fault in names]
     if not healed:
@@ -290,7 +202,7 @@ def check_liveness(
         loader_commits(events),
         exits,
         lifecycle(events),
-        _cuts(events, tuple(params.get("ignore_lanes", IGNORED_LANES))),
+        cuts(events, tuple(params["ignore_lanes"])),
         published,
         events[-1].time,
         bound,

@@ -13,14 +13,12 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from icefloe.harness.history import Event, select
 from icefloe.harness.waiting import poll
 
-__all__ = ["CommitWatcher", "commits_struck", "landed", "wait_for_commit"]
+__all__ = ["CommitWatcher", "landed", "wait_for_commit"]
 
 _SNAP = re.compile(r"^snap-(-?\d+)-")
 
@@ -80,10 +78,3 @@ def landed(run: Any, name: str, snapshot: int | None) -> bool | None:
         during_commit=result is False,
     )
     return result
-
-
-def commits_struck(events: Iterable[Event], name: str) -> list[bool]:
-    """For each fault named ``name`` that saw the commit it was timed on (the ``<name>.commit``
-    events :func:`landed` records): whether it struck inside it (that commit never reached main)."""
-    found = select(events, "fault", name=f"{name}.commit", phase="info")
-    return [bool(e.data.get("during_commit")) for e in found]

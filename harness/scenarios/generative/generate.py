@@ -4,8 +4,8 @@ A generated run is a scenario like any other, built as data (:func:`scenario_doc
 topic, table and loader (supervised, lease 8 s, at most 1000 records a batch), a trickle of
 messages that carry the columns schema faults play with, and one ``schedule`` step whose
 timed events Hypothesis draws (:func:`schedules`), lane by lane. The checks are the
-invariants of ``harness.scenarios.checks.invariants``. So a failing schedule is written as a
-scenario file that runs again with ``icefloe scenario run FILE``
+invariants of :data:`CHECKS` (``harness.scenarios.checks``). So a failing schedule is written
+as a scenario file that runs again with ``icefloe scenario run FILE``
 (``harness.scenarios.generative.explore``).
 
 Profiles (:data:`PROFILES`) size the schedules: ``ci`` (one run, at least 40 faults of which

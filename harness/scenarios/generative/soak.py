@@ -10,7 +10,7 @@ The loader lane's faults land at the loader's fault points (``loader.testing.fau
 armed on the start before it and fires in that start's first batch, so none waits for a
 commit; loader faults aimed from outside are paced by commits (``harness.scenarios.pacing``);
 the cheap lanes keep their clock. The report counts faults where they landed
-(``harness.scenarios.checks.landed``: the loader's traces, recorded in the history). A
+(``harness.scenarios.checks.facts.landed``: the loader's traces, recorded in the history). A
 chapter ends as soon as one of its lanes has played all its events (the others are cut there,
 and the next chapter draws fresh lanes), so no lane stands idle while a slower one finishes.
 Only after the last chapter does the table catch up and the final checks compare it and the
@@ -37,8 +37,9 @@ from typing import Any
 from icefloe.harness.history import Event, select
 from icefloe.harness.loaders.base import Capability
 from icefloe.harness.loaders.capabilities import not_applicable
-from icefloe.harness.scenarios.checks.checkers import CheckResult, fault_windows
-from icefloe.harness.scenarios.checks.landed import FaultCounts, fault_counts
+from icefloe.harness.scenarios.checks.facts.faults import injections
+from icefloe.harness.scenarios.checks.facts.landed import FaultCounts, fault_counts
+from icefloe.harness.scenarios.checks.verdict import CheckResult
 from icefloe.harness.scenarios.engine import Run, RunSetup
 from icefloe.harness.scenarios.generative.generate import (
     LOADER,
@@ -371,7 +372,7 @@ def _tally(result: SoakResult, run: Run) -> None:
     for check in result.checks:
         for name, a in check.anomalies.items():
             result.anomalies[name] += a.count
-    result.unhealed += sum(1 for _, _, heal in fault_windows(run.history) if heal is None)
+    result.unhealed += sum(1 for _, _, heal in injections(run.history) if heal is None)
     paced = select(run.history, "loader", "paced")
     result.paced = sum(1 for e in paced if e.phase == "ok")
     result.pace_timeouts = sum(1 for e in paced if e.phase == "fail")

@@ -1,11 +1,12 @@
 """The soak's report: faults per minute, per kind, per service and where they landed, the
 verdicts, the picture.
 
-Faults are counted where they landed, from the history (``harness.scenarios.checks.landed``): a
-loader fault at a fault point by the point its trace names (``kill planned``), grouped by
-where in a batch that is (inside a batch, during the commit request, after a commit, at the
-start-up's take-over); one armed whose point never fired as not landed; traffic as load. The
-reads of the live monitor that failed are counted per read.
+Faults are counted where they landed, from the history
+(``harness.scenarios.checks.facts.landed``): a loader fault at a fault point by the point its
+trace names (``kill planned``), grouped by where in a batch that is (inside a batch, during the
+commit request, after a commit, at the start-up's take-over); one armed whose point never
+fired as not landed; traffic as load. The reads of the live monitor that failed are counted per
+read.
 
 ``report.md`` and ``timeline.png`` go into the soak's run folder next to its history, so the
 verdicts can be recomputed there later (``icefloe scenario check`` works on chapters written
@@ -19,8 +20,8 @@ from collections import Counter
 from pathlib import Path
 
 from icefloe.harness.history import History
-from icefloe.harness.scenarios.checks.landed import BANDS, FaultCounts
-from icefloe.harness.scenarios.checks.observe import ledger_entries, read_errors
+from icefloe.harness.scenarios.checks.facts.landed import BANDS, FaultCounts
+from icefloe.harness.scenarios.checks.facts.reads import ledger_entries, read_errors
 from icefloe.harness.scenarios.generative.soak import SoakResult
 from icefloe.harness.scenarios.reports.timeline import draw
 

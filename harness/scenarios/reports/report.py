@@ -16,8 +16,8 @@ from pathlib import Path
 from xml.etree import ElementTree as ET
 
 from icefloe.harness.history import select
-from icefloe.harness.scenarios.checks.checkers import fault_windows
-from icefloe.harness.scenarios.checks.observe import ledger_entries, read_errors
+from icefloe.harness.scenarios.checks.facts.faults import injections
+from icefloe.harness.scenarios.checks.facts.reads import ledger_entries, read_errors
 from icefloe.harness.scenarios.model import SCENARIO_DIR
 from icefloe.harness.scenarios.reports.timeline import draw
 from icefloe.harness.scenarios.runner import RunResult
@@ -93,7 +93,7 @@ def markdown(result: RunResult) -> str:
     lines += [f"| {label} | {took:.1f} |" for label, took in result.step_times]
     history = result.history
     if history is not None:
-        windows = fault_windows(history)
+        windows = injections(history)
         kinds = Counter(name for name, _, _ in windows)
         if kinds:
             lines += ["", "## Faults per kind", "", "| fault | injected |", "|---|---|"]

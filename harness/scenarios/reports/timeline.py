@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from icefloe.harness.history import History, select
-from icefloe.harness.scenarios.checks.checkers import fault_windows
-from icefloe.harness.scenarios.checks.liveness import loader_commits
-from icefloe.harness.scenarios.checks.observe import ids_timeline
+from icefloe.harness.scenarios.checks.facts.commits import loader_commits
+from icefloe.harness.scenarios.checks.facts.faults import injections
+from icefloe.harness.scenarios.checks.facts.reads import ids_timeline
 from icefloe.publisher.ledger import LedgerEntry
 
 __all__ = ["draw"]
@@ -104,7 +104,7 @@ def draw(history: History, ledger: Sequence[LedgerEntry], path: Path, title: str
                 clip_on=False,
                 linestyle="none",
             )
-    windows = fault_windows(history)
+    windows = injections(history)
     end = events[-1].time - t0
     colours = plt.get_cmap("tab20")
     kinds = sorted({name for name, _, _ in windows})

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from icefloe.harness.scenarios.checks.facts.faults import commits_struck
 from icefloe.harness.scenarios.client import metadata_table
 from icefloe.harness.scenarios.faults import build_fault, parse_fault
 from icefloe.harness.scenarios.faults.maintenance import (
@@ -20,7 +21,6 @@ from icefloe.harness.scenarios.faults.maintenance import (
     OptimizeParams,
     RetentionParams,
 )
-from icefloe.harness.scenarios.faults.timing import commits_struck
 from icefloe.harness.scenarios.params import ParamError, parse_params
 from icefloe.harness.scenarios.player import Monitor, SchedulePlayer
 from icefloe.harness.scenarios.schedule import Schedule

@@ -8,7 +8,7 @@ from typing import Any
 
 from icefloe.harness.conformance import semantics, table
 from icefloe.harness.observer import Letter
-from icefloe.harness.scenarios.checks.checkers import Anomaly, CheckResult
+from icefloe.harness.scenarios.checks.verdict import Anomaly, CheckResult
 from icefloe.publisher.ledger import LedgerEntry
 
 

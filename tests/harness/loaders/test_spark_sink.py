@@ -24,7 +24,8 @@ from icefloe.harness.observer import (
     checkpoint_position,
     observer_of,
 )
-from icefloe.harness.scenarios.checks.checkers import Observed, run_check
+from icefloe.harness.scenarios.checks.facts.reads import Observed
+from icefloe.harness.scenarios.checks.verdict import run_check
 from tests.harness.test_neutral_verdicts import LEDGER, TOPIC, observer_event, positions
 
 

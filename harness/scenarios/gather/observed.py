@@ -1,11 +1,10 @@
-"""What a run read, rebuilt from its history and ledgers alone (pure; no service is asked).
+"""What the checkers get from a run: its reads replayed, and the facts its seeds give.
 
-The recording client writes every read into the history, repeated reads as differences. This
-module replays them: the rows per id of the final read-back, every dead letter read, the ids
-visible at any moment, when each id was first seen, the ids retention removed, named reads,
-and the facts the publisher's seeds give (event times, generated values). The checkers get
-all of it as an :class:`~harness.scenarios.checks.checkers.Observed`, during a run and afterwards
-from the saved files alike (``icefloe scenario check RUN_DIR``).
+:func:`observed` builds the :class:`~harness.scenarios.checks.facts.reads.Observed` every
+checker reads, from the history and the run's folder alone (no service is asked): the rows per
+id of the final read-back, every dead letter, named reads, when each id was first seen; and,
+for the checks that need them, the facts regenerated from the publisher's seeds (event times,
+the values each message was sent with, the table's schema changes).
 """
 
 from __future__ import annotations
@@ -13,33 +12,25 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
-from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from icefloe.harness.history import Event, History, select
-from icefloe.harness.observer import observer_of
-from icefloe.harness.scenarios.checks.checkers import DeadLetter, Observed
-from icefloe.harness.scenarios.checks.schemahistory import schema_changes
+from icefloe.harness.history import History, select
+from icefloe.harness.scenarios.checks.facts.reads import (
+    NAMED_READS,
+    Observed,
+    dead_letters,
+    first_seen,
+    last_read,
+    phases,
+    table_counts,
+)
+from icefloe.harness.scenarios.checks.facts.schema import schema_changes
 from icefloe.harness.scenarios.params import parse_params
 from icefloe.publisher.ledger import Ledger, LedgerEntry
 
-__all__ = [
-    "REFERENCE_VALUE_COLUMNS",
-    "dead_letters",
-    "first_seen",
-    "ids_timeline",
-    "ledger_entries",
-    "observed",
-    "phases",
-    "read_errors",
-    "removed_by_retention",
-    "table_counts",
-    "value_columns",
-]
-
-NAMED_READS = ("before_delete", "visible_at_halt", "compaction", "rows", "row_values")
+__all__ = ["REFERENCE_VALUE_COLUMNS", "observed", "value_columns"]
 
 
 def _reference_value_columns() -> tuple[str, ...]:
@@ -59,81 +50,6 @@ def _reference_value_columns() -> tuple[str, ...]:
 REFERENCE_VALUE_COLUMNS = _reference_value_columns()
 """What a ``values`` check compares unless told otherwise: the reference table's scalar
 columns (its timestamp, rendered in many zones, aside)."""
-
-
-def ids_timeline(history: Iterable[Event]) -> Iterator[tuple[Event, set[str]]]:
-    """Every id read, in order, with the set of ids visible then (the differences replayed)."""
-    visible: set[str] = set()
-    for event in select(history, "read", "ids", "ok"):
-        visible -= set(event.data.get("removed", ()))
-        visible |= set(event.data.get("added", ()))
-        yield event, visible
-
-
-def first_seen(history: Iterable[Event]) -> dict[str, float]:
-    """When each id was first seen visible (epoch seconds)."""
-    seen: dict[str, float] = {}
-    for event in select(history, "read", "ids", "ok"):
-        for eid in event.data.get("added", ()):
-            seen.setdefault(eid, event.time)
-    return seen
-
-
-def removed_by_retention(history: Iterable[Event]) -> set[str]:
-    """Ids a retention DELETE removed (recorded by the ``retention_delete`` fault)."""
-    out: set[str] = set()
-    for event in select(history, "read", "retention_removed", "ok"):
-        out.update(event.data.get("values") or ())
-    return out
-
-
-def read_errors(history: Iterable[Event]) -> dict[str, int]:
-    """Reads that failed, per read (``ids``, ``duplicates``, ``commits``, ``dead_letters``...).
-
-    The live monitor tries again next round when a read fails (a service down, a query that
-    timed out); every failure is still recorded (``read``/``fail``), and counted here so a run
-    whose monitor read little says so instead of passing quietly.
-    """
-    return dict(Counter(e.name for e in select(history, "read", phase="fail")))
-
-
-def table_counts(history: Iterable[Event]) -> dict[str, int]:
-    """Rows per event id in the last full read of the table (empty if none was made)."""
-    reads = select(history, "read", "table", "ok")
-    return {str(k): int(v) for k, v in reads[-1].data.get("values", ())} if reads else {}
-
-
-def dead_letters(history: Iterable[Event]) -> list[DeadLetter]:
-    """Every dead letter read during the run, in the order of the topic, as the loader's
-    observer reads its headers (``harness.observer.Observer.letter``)."""
-    events = list(history)
-    observer = observer_of(events)
-    out: list[DeadLetter] = []
-    for event in select(events, "read", "dead_letters", "ok"):
-        for d in event.data.get("values") or ():
-            out.append(observer.letter(int(d["partition"]), int(d["offset"]), d["headers"]))
-    return out
-
-
-def _last_values(history: Iterable[Event], name: str) -> Any:
-    reads = select(history, "read", name, "ok")
-    return reads[-1].data.get("values") if reads else None
-
-
-def ledger_entries(run_dir: Path) -> list[LedgerEntry]:
-    """Every ledger entry of a run (its ``ledgers/`` folder)."""
-    out: list[LedgerEntry] = []
-    for path in sorted((run_dir / "ledgers").glob("*.jsonl")):
-        out.extend(Ledger.read(path).entries)
-    return out
-
-
-def phases(run_dir: Path) -> dict[str, list[str]]:
-    """The event ids of each publish phase (ledger file stem)."""
-    return {
-        p.stem: [e.event_id for e in Ledger.read(p).entries]
-        for p in sorted((run_dir / "ledgers").glob("*.jsonl"))
-    }
 
 
 def _regenerated(
@@ -217,10 +133,10 @@ def observed(
     """
     reads: dict[str, Any] = {}
     for name in NAMED_READS:
-        value = _last_values(history, name)
+        value = last_read(history, name)
         if value is not None:
             reads[name] = value
-    reads["columns"] = _last_values(history, "columns") or []
+    reads["columns"] = last_read(history, "columns") or []
     reads["first_seen"] = first_seen(history)
     for event in select(history, "read", phase="ok"):
         if event.name.startswith("column:"):
