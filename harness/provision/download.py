@@ -8,6 +8,7 @@ import urllib.request
 from pathlib import Path
 
 from icefloe.harness.console import progress_bar
+from icefloe.harness.provision.lock import held
 
 _CHUNK = 1 << 20
 
@@ -37,7 +38,13 @@ def download(url: str, dest: Path, *, sha1_url: str | None = None) -> Path:
     """
     if dest.exists():
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
+    with held(dest.with_name(dest.name + ".lock")):
+        if not dest.exists():  # another process may have fetched it while this one waited
+            _fetch(url, dest, sha1_url)
+    return dest
+
+
+def _fetch(url: str, dest: Path, sha1_url: str | None) -> None:
     part = dest.with_name(dest.name + ".part")
     digest = hashlib.sha1()
     try:
@@ -61,4 +68,3 @@ def download(url: str, dest: Path, *, sha1_url: str | None = None) -> Path:
         part.unlink(missing_ok=True)
         raise
     shutil.move(part, dest)
-    return dest

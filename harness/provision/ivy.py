@@ -13,6 +13,7 @@ from xml.sax.saxutils import quoteattr
 
 from icefloe.harness.console import say
 from icefloe.harness.provision import versions
+from icefloe.harness.provision.lock import held
 from icefloe.harness.provision.maven_proxy import relay
 
 _SETTINGS = """<ivysettings>
@@ -89,6 +90,22 @@ def resolve(
     Raises:
         ResolveError: Ivy failed; its output is in the message.
     """
+    # One Ivy at a time per folder: they share its Ivy cache (``.ivy-cache``) and staging.
+    with held(dest.parent / ".ivy.lock"):
+        if dest.is_dir():  # resolved by another process while this one waited
+            return sorted(dest.glob("*.jar"))
+        return _resolve(java, ivy_jar, name, artifacts, dest, overrides, excludes)
+
+
+def _resolve(
+    java: Path,
+    ivy_jar: Path,
+    name: str,
+    artifacts: Sequence[versions.MavenArtifact],
+    dest: Path,
+    overrides: Sequence[versions.MavenArtifact],
+    excludes: Sequence[tuple[str, str]],
+) -> list[Path]:
     work = dest.parent / f".{dest.name}-ivy"
     work.mkdir(parents=True, exist_ok=True)
     (work / "ivy.xml").write_text(module_xml(name, artifacts, overrides, excludes))

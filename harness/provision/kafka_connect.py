@@ -26,6 +26,7 @@ from icefloe.harness.console import say
 from icefloe.harness.provision import ivy, jdk, versions
 from icefloe.harness.provision.download import download
 from icefloe.harness.provision.layout import Layout
+from icefloe.harness.provision.lock import held
 
 PLUGIN_NAME = "iceberg-kafka-connect"
 _TIMING_FILE = "provisioned.json"
@@ -105,6 +106,13 @@ def provision(layout: Layout) -> KafkaConnectJars:
     jars = KafkaConnectJars.of(layout)
     if jars.is_provisioned():
         return jars
+    with held(jars.root.with_name(jars.root.name + ".lock")):  # another process provisioning
+        if not jars.is_provisioned():
+            _provision(layout, jars)
+    return jars
+
+
+def _provision(layout: Layout, jars: KafkaConnectJars) -> None:
     started = time.monotonic()
     ivy_jar = download(
         versions.IVY_JAR.url,
@@ -138,4 +146,3 @@ def provision(layout: Layout) -> KafkaConnectJars:
     took = time.monotonic() - started
     (jars.root / _TIMING_FILE).write_text(json.dumps({"seconds": round(took, 1)}))
     say(f"kafka connect {versions.KAFKA} + iceberg sink {versions.ICEBERG}: {took:.0f} s")
-    return jars
