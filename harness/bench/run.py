@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import os
-import subprocess
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -52,6 +51,7 @@ from icefloe.harness.bench.workload import (
     reference_values,
 )
 from icefloe.harness.console import say
+from icefloe.harness.resources import commit
 
 PARTITIONS = 2
 
@@ -69,19 +69,8 @@ def _load() -> LoadAverage:
 
 
 def project_commit() -> str | None:
-    """The checkout's commit (``git describe --always --dirty``), or None outside a checkout."""
-    root = Path(__file__).resolve().parents[2]
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(root), "describe", "--always", "--dirty"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip() or None
+    """The kit's commit (``git describe --always --dirty``), or None outside a checkout."""
+    return commit()
 
 
 def run(stack: Any, options: BenchOptions) -> tuple[Report, Path]:

@@ -19,7 +19,6 @@ import argparse
 import dataclasses
 import datetime as dt
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Mapping
@@ -30,10 +29,11 @@ from rich.markup import escape
 
 from icefloe.harness.console import say
 from icefloe.harness.loaders.kinds import NAMES as LOADER_NAMES
+from icefloe.harness.resources import commit, kit_file
 from icefloe.loader.config import CATALOG_TYPES
 
 DEFAULT_LOADERS = ("icefloe", "kafka-connect")
-SEMANTICS = Path(__file__).resolve().parents[2] / "scenarios" / "semantics" / "hostile_inputs.toml"
+SEMANTICS = kit_file("scenarios", "semantics", "hostile_inputs.toml")
 """The hostile-inputs scenario, run against every loader."""
 
 
@@ -108,14 +108,8 @@ def catalog_list(text: str) -> list[str]:
 
 
 def _commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-            cwd=Path(__file__).resolve().parents[2],  # the checkout, wherever the reports go
-        )  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return out.stdout.strip()
+    """The kit's commit (``-dirty`` when its checkout has changes), or ``unknown`` installed."""
+    return commit() or "unknown"
 
 
 def read_fates(run_dir: Path) -> list[Any]:
@@ -165,8 +159,7 @@ def merge(paths: list[Path], reports: Path) -> Path:
         doc = json.loads(path.read_text())
         for raw in doc["cells"]:
             cell = table.Cell(**raw)
-            if Path(cell.file).is_absolute() and Path(cell.file).is_relative_to(table.ROOT):
-                cell = dataclasses.replace(cell, file=str(Path(cell.file).relative_to(table.ROOT)))
+            cell = dataclasses.replace(cell, file=table.file_name(cell.file))
             cells[(cell.scenario, cell.loader)] = cell
         for name, found in doc.get("semantics", {}).items():
             fates[name] = [semantics.Fate(**{**f, "stored": tuple(f["stored"])}) for f in found]
@@ -268,7 +261,7 @@ def reproduce(path: Path, args: argparse.Namespace) -> int:
     rows = []
     failed = 0
     for cell in findings:
-        file = Path(cell.file) if Path(cell.file).is_absolute() else table.ROOT / cell.file
+        file = table.file_path(cell.file)
         say(f"[bold]{cell.scenario}[/] on [bold]{cell.loader}[/], seed {cell.seed}")
         scenario = model.find(str(file), profile=profile)
         # A table of several catalogs names each column "<loader> on <catalog>".

@@ -62,6 +62,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     runs.add_argument("--keep", action="store_true", help="keep topics and tables afterwards")
     runs.add_argument("--quiet", action="store_true", help="no live progress")
     runs.add_argument("--loader", dest="loader_kind", metavar="NAME", help=_LOADER_HELP)
+    runs.add_argument(
+        "--allow-none-applicable",
+        action="store_true",
+        help="exit 0 when no named scenario applies (by default that fails: nothing was tested)",
+    )
     add_catalog_option(runs)
     check = sub.add_parser(
         "check", help="recompute a finished run's verdicts from its folder (no services)"
@@ -290,7 +295,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     kind = _loader_kind(args)
     catalog = open_stack(args).catalog
+    named = len(chosen)
     chosen = [s for s in chosen if _applies(s, kind, catalog)]
+    if named and not chosen and not args.allow_none_applicable:
+        say(
+            f"[red]error[/] nothing was tested: none of the {named} scenario(s) applies"
+            " (--allow-none-applicable makes that a success)"
+        )
+        return 1
     plan: list[tuple[Any, str | None]] = []
     for s in chosen:
         if args.break_name:

@@ -18,25 +18,43 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from icefloe.harness.scenarios.model import SCENARIO_DIR
+
 __all__ = ["CATEGORIES", "Cell", "category", "from_result", "markdown", "not_applicable"]
 
-CATEGORIES = ("lost", "pending", "duplicated", "misrouted", "stalled", "coerced")
-"""The anomaly classes the table sums up (an anomaly of no class is shown by its name)."""
+CATEGORIES = (
+    "lost",
+    "pending",
+    "duplicated",
+    "misrouted",
+    "stalled",
+    "coerced",
+    "missing_files",
+    "unhealed",
+)
+"""The anomaly classes the table sums up (an anomaly of no class is shown by its name).
+
+``missing_files`` are data files a snapshot lists and storage does not hold (the table is
+broken; no row is judged lost by it); ``unhealed`` is a fault the kit failed to heal, the
+kit's failure and not the loader's stall."""
 
 _PREFIXES = {
-    "lost": ("lost", "missing"),
+    "lost": ("lost",),
+    "missing_files": ("missing_file",),
+    "unhealed": ("unhealed",),
     "pending": ("pending",),
     "duplicated": ("duplicate", "added_twice", "listed_twice"),
     "misrouted": ("misrouted", "unexpected"),
-    "stalled": ("stalled", "stale", "unhealed", "unexplained_exit"),
+    "stalled": ("stalled", "stale", "unexplained_exit"),
     "coerced": ("coerced",),
 }
 _VALUE_CHECKS = ("values", "column_values", "values_match_ledger")
 """Checks whose ``wrong_value`` is a value the loader changed (coerced); elsewhere it is a
 wrong fact about a row or a letter (a dead letter's error kind), kept under its own name."""
 
-ROOT = Path(__file__).resolve().parents[2]
-"""The repository: scenario files are named relative to it."""
+KIT = SCENARIO_DIR.parent
+"""The folder the built-in scenarios are named relative to (``scenarios/01_....toml``), in a
+checkout and installed alike; a user's own scenario file keeps the name it was given."""
 
 PASS = "pass"
 ANOMALIES = "anomalies"
@@ -47,14 +65,26 @@ UNKNOWN = "unknown"
 
 
 def scenario_file(scenario: Any) -> str:
-    """The file of ``scenario`` as the table names it (relative to the repository)."""
-    path = scenario.path
-    if path is None:
+    """The file of ``scenario`` as the table names it (a built-in one relative to `KIT`)."""
+    if scenario.path is None:
         return str(scenario.name)
+    return file_name(scenario.path)
+
+
+def file_name(path: str | Path) -> str:
+    """``path`` as the table names it: a built-in scenario relative to `KIT`, others as given."""
     path = Path(path)
-    if path.is_absolute() and path.is_relative_to(ROOT):
-        path = path.relative_to(ROOT)
+    if path.is_absolute() and path.is_relative_to(KIT):
+        path = path.relative_to(KIT)
     return str(path)
+
+
+def file_path(name: str) -> Path:
+    """The scenario file a table's ``name`` (`file_name`) stands for."""
+    path = Path(name)
+    if path.is_absolute() or not (KIT / path).exists():
+        return path
+    return KIT / path
 
 
 def category(anomaly: str, check: str = "") -> str | None:

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from icefloe.harness.console import say
-from icefloe.harness.containers.engine import REPO, Engine
+from icefloe.harness.containers.engine import Engine
 from icefloe.harness.containers.images import LOCAL_IMAGES, OPTIONAL_IMAGES
 from icefloe.harness.containers.settings import (
     SERVICES,
@@ -37,6 +37,7 @@ from icefloe.harness.containers.settings import (
     placeholder_credentials,
     services,
 )
+from icefloe.harness.resources import checkout
 from icefloe.harness.stack import config as stack_config
 from icefloe.harness.stack import keys
 from icefloe.harness.stack.config import CATALOG_RECORD, ENV_PREFIX, StackConfig
@@ -157,8 +158,24 @@ def render() -> dict[str, str]:
     return files
 
 
-def stale_files(root: Path = REPO) -> list[str]:
+def compose_root() -> Path:
+    """The folder of the compose files: the kit's checkout (they are committed there).
+
+    Raises:
+        RuntimeError: the kit is installed, not a checkout; its containers run without compose.
+    """
+    root = checkout()
+    if root is None:
+        raise RuntimeError(
+            "the compose files are part of the kit's checkout, not of the installed package:"
+            " run `icefloe compose` from a clone, or use `--backend containers`"
+        )
+    return root
+
+
+def stale_files(root: Path | None = None) -> list[str]:
     """Generated files whose committed content differs from what the settings render."""
+    root = root or compose_root()
     return [
         path
         for path, text in render().items()
@@ -166,7 +183,8 @@ def stale_files(root: Path = REPO) -> list[str]:
     ]
 
 
-def write_files(root: Path = REPO) -> list[str]:
+def write_files(root: Path | None = None) -> list[str]:
+    root = root or compose_root()
     written = []
     for path, text in render().items():
         target = root / path
@@ -210,22 +228,23 @@ def run_compose(config: StackConfig, *args: str, official: bool = False) -> None
     """Run the compose client on the generated files (local images unless `official`)."""
     from icefloe.harness.containers.backend import project_name
 
+    root = compose_root()
     engine = Engine(config.run_dir)
     engine.ensure_running()
-    files = ["-f", str(REPO / COMPOSE_FILE)]
+    files = ["-f", str(root / COMPOSE_FILE)]
     if not official:
-        files += ["-f", str(REPO / LOCAL_OVERRIDE)]
+        files += ["-f", str(root / LOCAL_OVERRIDE)]
     names = services(config)
     if config.catalog == Glue.kind:
-        files += ["-f", str(REPO / GLUE_OVERRIDE)]
+        files += ["-f", str(root / GLUE_OVERRIDE)]
         if args[:1] == ("up",):
             args = (*args, *names)  # by name: the REST catalog's service stays down
     project = project_name(config.run_dir)
-    cmd = [*compose_client(), *files, "--project-directory", str(REPO), *args]
+    cmd = [*compose_client(), *files, "--project-directory", str(root), *args]
     for name in names:
         (config.run_dir / name).mkdir(parents=True, exist_ok=True)
     env = compose_environment(config, engine, project)
-    subprocess.run(cmd, env=env, check=True, cwd=REPO)
+    subprocess.run(cmd, env=env, check=True, cwd=root)
 
 
 def add_parser(sub: Any) -> None:
@@ -241,7 +260,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    root = REPO
+    root = compose_root()
     if args.compose_command == "render":
         written = write_files(root)
         say(f"rendered {len(written)} file(s): {', '.join(written)}" if written else "up to date")

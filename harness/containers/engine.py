@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from icefloe.harness.console import say
+from icefloe.harness.resources import kit_file
 from icefloe.harness.stack.process import ManagedProcess
 
-REPO = Path(__file__).resolve().parents[2]
-CONTAINERS_DIR = REPO / "containers"
+CONTAINERS_DIR = kit_file("containers")
 CONTAINERS_CONF = CONTAINERS_DIR / "containers.conf"
 INSTALL_SCRIPT = CONTAINERS_DIR / "install-engine.sh"
 
@@ -81,7 +81,7 @@ class Engine:
         if self.external and shutil.which("docker"):
             return "docker"
         raise EngineUnavailable(
-            f"no podman on this machine: install it with `bash {INSTALL_SCRIPT.relative_to(REPO)}`"
+            f"no podman on this machine: install it with `bash {INSTALL_SCRIPT}`"
             " (or `make container-engine`)"
         )
 

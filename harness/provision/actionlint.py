@@ -21,8 +21,8 @@ from pathlib import Path
 
 from icefloe.harness.provision import go, versions
 from icefloe.harness.provision.layout import Layout, cache_dir
+from icefloe.harness.resources import checkout
 
-ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = (".github/workflows", "examples/ci")
 """The folders whose ``*.yml`` files are checked: this repository's CI, and the workflow a
 user copies into their own repository (docs/ci.md)."""
@@ -45,7 +45,7 @@ def ensure(layout: Layout) -> Path:
     return path
 
 
-def workflow_files(root: Path = ROOT) -> list[str]:
+def workflow_files(root: Path) -> list[str]:
     """Every workflow file of WORKFLOWS, relative to ``root``, in order."""
     found = (p for folder in WORKFLOWS for p in sorted((root / folder).glob("*.yml")))
     return [str(p.relative_to(root)) for p in found]
@@ -71,9 +71,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         actionlint's exit code: 0 when every file passes.
     """
-    files = list(sys.argv[1:] if argv is None else argv) or workflow_files()
+    root = checkout() or Path.cwd()  # a contributor's checkout; else the folder it runs in
+    files = list(sys.argv[1:] if argv is None else argv) or workflow_files(root)
     exe = ensure(Layout(cache_dir()))
-    done = subprocess.run(command(exe, files), cwd=ROOT, check=False)
+    done = subprocess.run(command(exe, files), cwd=root, check=False)
     if done.returncode == 0:
         print(f"actionlint {versions.ACTIONLINT}: {len(files)} workflow file(s) pass", flush=True)
     return done.returncode

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import subprocess
 import sys
 import time
@@ -35,8 +36,8 @@ from pathlib import Path
 
 from icefloe.harness.provision import go, versions
 from icefloe.harness.provision.layout import Layout, cache_dir
+from icefloe.harness.resources import importable_from
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCK_FILE = "build.lock"
 RECORD_FILE = "build.json"
 LOG_FILE = "build.log"
@@ -138,7 +139,7 @@ def start(layout: Layout) -> int | None:
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            cwd=REPO_ROOT,
+            env={**os.environ, "PYTHONPATH": str(importable_from())},  # the kit, as imported here
             start_new_session=True,  # outlives make's recipe line; Ctrl-C in make spares it
         )
     return proc.pid

@@ -23,17 +23,86 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from icefloe.harness.resources import kit_file
 from icefloe.harness.scenarios.loaders import LoaderOptions
 from icefloe.harness.scenarios.params import ParamError, parse_params
 from icefloe.harness.scenarios.steps import ParseContext, parse_step
 from icefloe.harness.scenarios.traffic import Workload
 
 PROFILES = ("ci", "full")
-SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
+SCENARIO_DIR = kit_file("scenarios")
+"""The built-in scenarios (package data: `icefloe.harness.resources`)."""
 
 
 class ScenarioError(ValueError):
     """A scenario file is not valid."""
+
+
+KNOWN_KEYS: dict[str, tuple[str, ...]] = {
+    "": (
+        "name",
+        "title",
+        "description",
+        "vars",
+        "profiles",
+        "topic",
+        "table",
+        "loader",
+        "workload",
+        "steps",
+        "checks",
+        "breaks",
+        "found",
+    ),
+    "topic": ("partitions", "dead_letter"),
+    "table": ("extra_columns",),
+    "profiles.*": ("vars",),
+    "breaks.*": ("description", "loader", "mutate", "expect"),
+    "breaks.*.expect": ("check", "anomaly"),
+    "found": ("seed", "faults", "anomalies", "failed_checks", "error", "run"),
+}
+"""The keys a scenario file may hold, by table (``*``: any name); any other is refused, so a
+misspelt key never leaves a scenario silently doing less. ``[found]`` is what a generated
+search wrote beside a schedule it shrank (``generative/explore.py``); it is not read. The steps', checks', ``[loader]``'s
+and ``[workload]``'s own keys are checked by their parameter declarations."""
+
+
+def _unknown_keys(doc: Mapping[str, Any]) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(table, key, known keys) for every key of ``doc`` that `KNOWN_KEYS` does not know."""
+    found = []
+
+    def walk(table: Mapping[str, Any], path: str, pattern: str) -> None:
+        for key, value in table.items():
+            if key not in KNOWN_KEYS[pattern]:
+                found.append((path, key, KNOWN_KEYS[pattern]))
+                continue
+            if not isinstance(value, Mapping):
+                continue
+            inner, here = f"{pattern}.{key}".lstrip("."), f"{path}.{key}".lstrip(".")
+            if inner in KNOWN_KEYS:
+                walk(value, here, inner)
+            elif f"{inner}.*" in KNOWN_KEYS:
+                for name, each in value.items():
+                    if isinstance(each, Mapping):
+                        walk(each, f"{here}.{name}", f"{inner}.*")
+
+    walk(doc, "", "")
+    return found
+
+
+def _line_of(path: Path | None, key: str) -> str:
+    """`` line N`` where ``key`` is first written in the file at ``path`` (or nothing)."""
+    if path is None:
+        return ""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return ""
+    for n, line in enumerate(lines, 1):
+        text = line.strip()
+        if text.startswith((f"{key} ", f"{key}=", f"[{key}", f'"{key}"')) or f".{key}]" in text:
+            return f" line {n}:"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -192,6 +261,12 @@ def parse(
 
     if profile not in PROFILES:
         raise ScenarioError(f"unknown profile {profile!r}; one of {PROFILES}")
+    for table, key, known in _unknown_keys(doc):
+        where = str(path) if path is not None else str(doc.get("name", name))
+        raise ScenarioError(
+            f"{where}:{_line_of(path, key)} unknown key {key!r}"
+            f"{f' in [{table}]' if table else ''}; known: {', '.join(known)}"
+        )
     original = copy.deepcopy(dict(doc))
     doc = copy.deepcopy(original)
     name = str(doc.get("name", name))

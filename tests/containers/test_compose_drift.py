@@ -15,7 +15,6 @@ import pytest
 import yaml
 
 from icefloe.harness.containers import compose, settings
-from icefloe.harness.containers.engine import REPO
 from icefloe.harness.stack.config import StackConfig
 from icefloe.harness.stack.kafka import Kafka
 from icefloe.harness.stack.trino import Trino
@@ -58,7 +57,7 @@ def test_a_local_setting_changed_alone_is_caught(monkeypatch: pytest.MonkeyPatch
 def test_the_compose_file_changed_alone_is_caught(tmp_path: Path) -> None:
     for path in compose.render():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(REPO / path, tmp_path / path)
+        shutil.copy(compose.compose_root() / path, tmp_path / path)
     assert compose.stale_files(tmp_path) == []
     edited = yaml.safe_load((tmp_path / "docker-compose.yml").read_text())
     edited["services"]["kafka"]["environment"]["KAFKA_NUM_PARTITIONS"] = "3"

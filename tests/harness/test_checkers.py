@@ -254,6 +254,20 @@ def test_halted_flags_rows_loaded_past_the_malformed_message() -> None:
     assert run_check("halted", h, HALT_LEDGER, observed).anomalies["not_halted"].count == 1
 
 
+def test_halted_is_unknown_for_a_loader_that_cannot_say_where_it_stopped() -> None:
+    # With no halt_pattern, an exit for any reason (a crash at start, say) looks the same as a
+    # stop at the first malformed message: nothing was compared.
+    silent = dataclasses.replace(ICEFLOE, kind="command:x.toml", halt_pattern=None)
+    h = history(
+        (0.5, "info", "info", "observer", {"observer": silent.to_json()}),
+        (2.0, "loader", "info", "exit", {"expected": False, "code": 1, "message": "OOM"}),
+    )
+    result = run_check("halted", h, HALT_LEDGER, Observed(reads={"visible_at_halt": ["id-0"]}))
+    assert result.verdict == UNKNOWN and "halt_pattern" in result.summary
+    past = Observed(reads={"visible_at_halt": ["id-0", "id-3"]})  # still seen loading past it
+    assert "not_halted" in run_check("halted", h, HALT_LEDGER, past).anomalies
+
+
 def test_halted_flags_a_loader_that_never_stopped() -> None:
     h = history((1.0, "loader", "info", "exit", {"expected": True, "code": 0}))
     assert "not_halted" in run_check("halted", h, HALT_LEDGER, Observed()).anomalies
@@ -323,6 +337,9 @@ def test_compaction() -> None:
         "wrong_value",
     }
     assert run_check("compaction", EMPTY, [], Observed()).verdict == UNKNOWN
+    nothing = {"before": {"files": 40, "rows": []}, "after": {"files": 3, "rows": []}}
+    unread = run_check("compaction", EMPTY, [], Observed(reads={"compaction": nothing}))
+    assert unread.verdict == UNKNOWN  # two empty reads are not "rows unchanged"
 
 
 def test_partitions_loaded() -> None:

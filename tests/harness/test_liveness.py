@@ -6,9 +6,11 @@ Fast, no services. A frozen writer on the real stack is in
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from icefloe.harness.history import History
+from icefloe.harness.observer import ICEFLOE
 from icefloe.harness.scenarios.checks.facts.faults import Heal
 from icefloe.harness.scenarios.checks.facts.reads import Observed
 from icefloe.harness.scenarios.checks.liveness import (
@@ -20,6 +22,7 @@ from icefloe.harness.scenarios.checks.liveness import (
     judge_windows,
 )
 from icefloe.harness.scenarios.checks.verdict import INVALID, UNKNOWN, VALID, run_check
+from icefloe.loader import keys
 from icefloe.publisher.ledger import LedgerEntry
 
 
@@ -30,9 +33,22 @@ def published(*times: float) -> list[LedgerEntry]:
     ]
 
 
-def commits(*times: float, loader: str | None = "L") -> tuple[float, str, str, str, dict]:
-    values = [{"snapshot": int(t * 10), "time": t, "loader": loader} for t in times]
+def commits(
+    *times: float, loader: str | None = "L", records: int | None = 10
+) -> tuple[float, str, str, str, dict]:
+    values = [
+        {"snapshot": int(t * 10), "time": t, "loader": loader, "records": records} for t in times
+    ]
     return (1000.0, "read", "ok", "commits", {"values": values})
+
+
+def summary_commit(time: float, records: int | None, next_offset: int) -> dict[str, Any]:
+    """A loader's snapshot as the recording client reads it: its summary and added rows."""
+    summary = {
+        keys.LOADER_ID: "L",
+        ICEFLOE.position_key: json.dumps({"t": {"0": next_offset}}),
+    }
+    return {"snapshot": int(time * 10), "time": time, "records": records, "summary": summary}
 
 
 def fault(inject: float, heal: float, name: str = "kill_minio", lane: str = "infra") -> list:
@@ -90,6 +106,20 @@ def test_maintenance_snapshots_do_not_count_as_loader_commits() -> None:
     end = (200.0, "info", "info", "end", {})
     events = [START, *fault(10, 20), commits(5), commits(26, loader=None), end]
     assert run(events, published(8, 12)).verdict == INVALID
+
+
+def test_a_commit_that_adds_nothing_is_not_the_loader_resuming() -> None:
+    # A loader whose source is stuck may still commit empty snapshots (Flink does at every
+    # checkpoint): after the heal it commits, adds no row and moves no position.
+    end = (200.0, "info", "info", "end", {})
+    empty = [summary_commit(5, 10, 3), summary_commit(26, None, 3), summary_commit(27, 0, 3)]
+    stuck = [START, *fault(10, 20), (1000.0, "read", "ok", "commits", {"values": empty}), end]
+    result = run(stuck, published(8, 12))
+    assert result.verdict == INVALID and result.anomalies["stalled"].count == 1
+    # Dead letters alone add no row but move the position: that is progress.
+    letters = [summary_commit(5, 10, 3), summary_commit(26, None, 5)]
+    moved = [START, *fault(10, 20), (1000.0, "read", "ok", "commits", {"values": letters}), end]
+    assert run(moved, published(8, 12)).verdict == VALID
 
 
 def test_judge_windows_outcomes() -> None:

@@ -185,6 +185,26 @@ _FakeStack = functools.partial(
 )
 
 
+def test_an_unknown_key_is_refused_naming_the_file_the_line_and_the_known_keys(
+    tmp_path: Path,
+) -> None:
+    # Refused before anything else is read: a misspelt key never leaves a scenario doing less.
+    for text, line, wrong, known in (
+        ('title = "t"\nstepz = 3\n', 2, "'stepz'", "known: name, title"),
+        ('title = "t"\n\n[topic]\npartitons = 2\n', 4, "'partitons' in [topic]", "partitions"),
+    ):
+        path = tmp_path / "mine.toml"
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(ScenarioError) as raised:
+            load(path)
+        message = str(raised.value)
+        assert message.startswith(f"{path}: line {line}: unknown key {wrong}"), message
+        assert known in message, message
+    misspelt = {"title": "x", "breaks": {"b": {"expect": {"check": "c", "anomly": "a"}}}}
+    with pytest.raises(ScenarioError, match=r"'anomly' in \[breaks.b.expect\]; known: check"):
+        parse(misspelt, name="x")
+
+
 def test_unknown_profile_is_refused() -> None:
     with pytest.raises(ScenarioError, match="profile"):
         parse(MINIMAL, profile="soak")

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from icefloe.loader import settings
 from icefloe.loader.config import (
+    CATALOG_TYPES,
     JVM_COLLECTORS,
     JVM_COMPILERS,
     SASL_MECHANISMS,
@@ -97,7 +98,6 @@ OWN: dict[str, st.SearchStrategy[Any]] = {
     "kafka.starting_offsets": st.sampled_from(["earliest", "latest", '{"t":{"0":5}}']),
     "kafka.max_offsets_per_trigger": st.none() | st.integers(1, 2**40),
     "kafka.first_slice_records": st.integers(0, 2**40),
-    "catalog.uri": TEXT.filter(bool),
     "transform.unnest": st.none() | st.sampled_from(["", "/data", "/a~1b/~0c", "/ü/0"]),
     "transform.projections": st.dictionaries(
         TEXT.filter(bool),
@@ -122,6 +122,8 @@ TOGETHER = {
     "kafka.ssl_key_file",
     "kafka.ssl_key_password",
     "catalog.s3_secret_key",
+    "catalog.type",
+    "catalog.uri",
     "transform.case_from",
     "transform.case_to",
 }
@@ -182,6 +184,12 @@ def plans(draw: st.DrawFn) -> dict[str, Any]:
             if draw(st.booleans()):
                 text = draw(TEXT)
                 plan["kafka.ssl_key_password"] = SecretFile("key-" + draw(SECRET_FILE_NAMES), text)
+    # A catalog of a known kind; REST needs its URI.
+    kind = draw(st.sampled_from(CATALOG_TYPES))
+    if kind != "rest" or draw(st.booleans()):
+        plan["catalog.type"] = kind
+    if kind == "rest" or draw(st.booleans()):
+        plan["catalog.uri"] = draw(TEXT.filter(bool))
     if draw(st.booleans()):
         plan["catalog.s3_secret_key"] = SecretFile("s3-" + draw(SECRET_FILE_NAMES), draw(TEXT))
     if draw(st.booleans()):

@@ -8,7 +8,9 @@ from the history alone:
 - the window opens when the fault's heal ends (its ``.heal`` ``ok`` event) and lasts
   ``bound_s`` seconds;
 - it is *resumed* if a commit of the loader under test (a snapshot read back by the
-  recording client that its observer recognises, ``harness.observer``) was made in it,
+  recording client that its observer recognises, ``harness.observer``) that added rows or
+  moved its declared position was made in it (``facts.commits.progress_commits``: an empty
+  checkpoint commit or a take-over's claim is not progress),
   *exited* if a loader exited with a non-zero code in it (or had exited so before and was
   not started again);
 - it is *cut* (not judged) if the harness itself stopped, killed or froze the loader, or
@@ -33,7 +35,7 @@ from typing import Any
 
 from icefloe.harness.history import History, select
 from icefloe.harness.observer import observer_of
-from icefloe.harness.scenarios.checks.facts.commits import loader_commits
+from icefloe.harness.scenarios.checks.facts.commits import progress_commits
 from icefloe.harness.scenarios.checks.facts.faults import Heal, cuts, heals, lifecycle
 from icefloe.harness.scenarios.checks.facts.numbers import percentile
 from icefloe.harness.scenarios.checks.facts.reads import Observed
@@ -199,7 +201,7 @@ def check_liveness(
     )
     windows = judge_windows(
         healed,
-        loader_commits(events),
+        progress_commits(events),
         exits,
         lifecycle(events),
         cuts(events, tuple(params["ignore_lanes"])),

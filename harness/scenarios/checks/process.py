@@ -91,13 +91,15 @@ def check_halted(
 
     Reads the first unplanned loader exit in the history (``loader``/``exit`` with
     ``expected`` false) and its ``message`` (the log tail); the message it names is read with
-    the loader's own ``halt_pattern`` (``harness.observer``). A loader that declares none is
-    judged on stopping alone, and the stats say its naming was not compared.
+    the loader's own ``halt_pattern`` (``harness.observer``). A loader that declares none
+    cannot show which message it stopped at: an exit for any reason would look the same, so
+    without an anomaly its verdict is ``unknown``.
 
     Returns:
         ``invalid`` with ``not_halted`` (no exit, or a valid row past the first malformed
         message was loaded before the exit) or ``wrong_value`` (the exit names another
-        message, or none); ``unknown`` when no malformed message was sent.
+        message, or none); ``unknown`` when no malformed message was sent, or the loader
+        stopped but declares no ``halt_pattern`` to say where.
     """
     malformed = sorted(malformed_entries(ledger), key=lambda e: (e.partition, e.offset or 0))
     if not malformed:
@@ -133,6 +135,12 @@ def check_halted(
         "exit_code": exits[0].data.get("code"),
         "naming_compared": observer.halt_pattern is not None,
     }
+    if observer.halt_pattern is None and not found.anomalies:
+        return CheckResult(
+            "halted", UNKNOWN,
+            f"the loader exited (code {stats['exit_code']}) but declares no halt_pattern:"
+            " whether it stopped at the first malformed message is not known", {}, stats,
+        )  # fmt: skip
     return found.result(
         "halted",
         f"halted at {named[0][0]}/{named[0][1]}@{named[0][2]}" if named else "halted",

@@ -164,12 +164,17 @@ def check_compaction(
     of aggregates over the rows as of that snapshot).
 
     Returns:
-        ``invalid`` with ``not_compacted`` or ``wrong_value``; ``unknown`` without a rewrite.
+        ``invalid`` with ``not_compacted`` or ``wrong_value``; ``unknown`` without a rewrite,
+        or when neither snapshot's rows were read (two empty reads compare nothing).
     """
     read = observed.reads.get("compaction")
     if not read:
         return CheckResult("compaction", UNKNOWN, "no rewrite snapshot was found")
     before, after = read["before"], read["after"]
+    if not before["rows"] and not after["rows"]:
+        return CheckResult(
+            "compaction", UNKNOWN, "the rows as of either snapshot were not read: nothing compared"
+        )
     found = Found()
     if not after["files"] < before["files"]:
         found.add("not_compacted", f"data files {before['files']} -> {after['files']}")

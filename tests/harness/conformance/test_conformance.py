@@ -75,6 +75,22 @@ def test_the_table_names_each_finding_with_its_seed_file_and_replay() -> None:
     assert table.category("taken_back") is None
 
 
+def test_a_missing_file_and_an_unhealed_fault_are_classes_of_their_own() -> None:
+    # A file the snapshot lists and storage lacks names no row; a fault the kit failed to heal
+    # is the kit's failure: neither is the loader losing rows or stalling.
+    assert table.category("missing_file") == "missing_files"
+    assert table.category("unhealed") == "unhealed"
+    files = Anomaly("missing_file")
+    files.add("data s3://lake/t/data/a.parquet")
+    healed = Anomaly("unhealed")
+    healed.add("broker_outage")
+    results = [
+        CheckResult("files_exist", "invalid", "", anomalies={"missing_file": files}),
+        CheckResult("faults_healed", "invalid", "", anomalies={"unhealed": healed}),
+    ]
+    assert table.merged(results) == {"missing_files": 1, "unhealed": 1}
+
+
 def _entry(seq: int, status: str = "valid", kind: str | None = None) -> LedgerEntry:
     return LedgerEntry(seq, "t", 0, seq, None, None, f"id{seq}", status, kind)
 

@@ -13,7 +13,7 @@ from typing import Any
 from icefloe.harness.history import Event, select
 from icefloe.harness.observer import Observer, observer_of
 
-__all__ = ["loader_commits", "main_commits", "recorded_snapshots"]
+__all__ = ["loader_commits", "main_commits", "progress_commits", "recorded_snapshots"]
 
 
 def recorded_snapshots(history: Iterable[Event]) -> dict[int, Mapping[str, Any]]:
@@ -78,3 +78,29 @@ def loader_commits(history: Iterable[Event]) -> list[float]:
         for c in (observer.commit(r) for r in recorded_snapshots(events).values())
         if c["mine"]
     )
+
+
+def progress_commits(history: Iterable[Event]) -> list[float]:
+    """When the loader under test made a commit that moved it forward (epoch seconds, sorted):
+    one that added rows, or that moved the position its summary declares (a batch of dead
+    letters alone adds no rows). A commit that adds nothing (a checkpoint's empty snapshot, a
+    take-over's claim) is not progress: a loader whose source is stuck can make those for ever.
+
+    Iceberg leaves ``added-records`` out of a summary that added none, so a snapshot whose
+    ``records`` is missing added nothing.
+    """
+    events = list(history)
+    observer = observer_of(events)
+    moved: list[float] = []
+    last_position: Any = None
+    mine = sorted(
+        (c for c in (observer.commit(r) for r in recorded_snapshots(events).values()) if c["mine"]),
+        key=lambda c: float(c["time"]),
+    )
+    for c in mine:
+        position = c.get("position")
+        if (c.get("records") or 0) > 0 or (position is not None and position != last_position):
+            moved.append(float(c["time"]))
+        if position is not None:
+            last_position = position
+    return moved

@@ -1,0 +1,142 @@
+"""The kit finds its own files as package data, never from where the checkout's root lies.
+
+Two proofs: no shipped module computes a path above its own package folder from ``__file__``
+(a new one fails here, by file and line), and a wheel built from this checkout, imported from
+a folder outside it, finds every built-in scenario, the hostile inputs, the containers' build
+files and the example loader, and knows it is not a checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import icefloe
+from icefloe.harness import resources
+
+CHECKOUT = Path(icefloe.__file__).resolve().parents[1]
+SHIPPED = ("harness", "loader", "publisher")
+ALLOWED = {"harness/resources.py"}
+"""The one module that may say where the kit lies (and the checkout, when it is one)."""
+
+_ABOVE = re.compile(
+    r"__file__\)?[\w.()]*?\.(parents\[|parent\.parent)"  # Path(__file__).resolve().parents[2]
+    r"|dirname\(\s*(os\.path\.)?dirname\(\s*(os\.path\.)?(abspath\()?__file__"
+)
+
+
+def reaches_above_its_package(source: str) -> list[int]:
+    """The lines of ``source`` that compute a path above their own folder from ``__file__``."""
+    return [n for n, line in enumerate(source.splitlines(), 1) if _ABOVE.search(line)]
+
+
+def test_the_scan_finds_each_way_of_climbing_to_the_checkout() -> None:
+    for line in (
+        "ROOT = Path(__file__).resolve().parents[2]",
+        'ROOT = Path(__file__).parents[1] / "scenarios"',
+        "ROOT = Path(__file__).parent.parent",
+        "ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))",
+    ):
+        assert reaches_above_its_package(line) == [1], line
+    for line in (
+        'SPEC = Path(__file__).with_name("flink.toml")',
+        "HERE = Path(__file__).parent",
+        "JARS = Path(pyspark.__file__).parent / 'jars'",
+    ):
+        assert reaches_above_its_package(line) == [], line
+
+
+def test_no_shipped_module_computes_a_path_from_the_checkouts_root() -> None:
+    sources = [p for folder in SHIPPED for p in sorted((CHECKOUT / folder).rglob("*.py"))]
+    assert len(sources) > 200
+    found = {
+        f"{path.relative_to(CHECKOUT).as_posix()}:{line}"
+        for path in sources
+        if path.relative_to(CHECKOUT).as_posix() not in ALLOWED
+        for line in reaches_above_its_package(path.read_text(encoding="utf-8"))
+    }
+    assert not found, f"read these through icefloe.harness.resources: {sorted(found)}"
+
+
+def test_in_this_checkout_the_kit_knows_its_checkout() -> None:
+    assert resources.checkout() == CHECKOUT
+    assert resources.kit_file("scenarios") == (CHECKOUT / "scenarios").resolve()
+
+
+_PROBE = """
+import json, icefloe
+from icefloe.harness import resources
+from icefloe.harness.scenarios.model import SCENARIO_DIR, discover
+from icefloe.harness.cli.conformance import SEMANTICS
+from icefloe.harness.containers.engine import CONTAINERS_DIR
+print(json.dumps({
+    "package": icefloe.__file__,
+    "scenarios": [s.name for s in discover()],
+    "scenario_dir": str(SCENARIO_DIR),
+    "semantics": SEMANTICS.is_file(),
+    "containerfiles": len(list(CONTAINERS_DIR.glob("*/Containerfile"))),
+    "example": resources.kit_file("examples", "loaders", "pyiceberg", "loader.toml").is_file(),
+    "checkout": str(resources.checkout()),
+    "commit": resources.commit(),
+}))
+"""
+
+
+def _copy_of_the_checkout(target: Path) -> Path:
+    """The checkout's files (committed or not, ignored ones left out), links kept as links: a
+    build here cannot pick up a file list left in the checkout by an earlier build."""
+    listed = (
+        subprocess.run(
+            ["git", "-C", str(CHECKOUT), "ls-files", "-z", "-co", "--exclude-standard"],
+            capture_output=True,
+            check=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    for name in filter(None, listed):
+        origin = CHECKOUT / name
+        if not origin.exists() and not origin.is_symlink():
+            continue  # deleted, not yet committed
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(origin, target / name, follow_symlinks=False)
+    return target
+
+
+@pytest.mark.integration  # builds a wheel: pip fetches setuptools from PyPI
+def test_a_wheel_imported_outside_the_checkout_finds_every_file_it_needs(tmp_path: Path) -> None:
+    source = _copy_of_the_checkout(tmp_path / "source")
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "dist"),
+         str(source)],
+        capture_output=True, text=True, check=False, cwd=tmp_path, timeout=600,
+    )  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "dist").glob("icefloe-*.whl")
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "loader.py").write_text("raise SystemExit('a user file, not the kit')\n")
+    # PYTHONPATH comes before the virtualenv's entry for this checkout: the wheel's icefloe wins.
+    probe = subprocess.run(
+        [sys.executable, "-c", _PROBE], capture_output=True, text=True, check=False, cwd=work,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        timeout=120,
+    )  # fmt: skip
+    assert probe.returncode == 0, probe.stderr
+    seen = json.loads(probe.stdout)
+    assert Path(seen["package"]).is_relative_to(site)
+    assert Path(seen["scenario_dir"]).is_relative_to(site)
+    builtin = sorted(p.stem for p in (CHECKOUT / "scenarios").glob("*.toml"))
+    assert sorted(seen["scenarios"]) == builtin
+    assert seen["semantics"] and seen["example"]
+    assert seen["containerfiles"] == len(list((CHECKOUT / "containers").glob("*/Containerfile")))
+    assert seen["checkout"] == "None" and seen["commit"] is None
