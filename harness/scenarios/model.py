@@ -63,8 +63,9 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
 }
 """The keys a scenario file may hold, by table (``*``: any name); any other is refused, so a
 misspelt key never leaves a scenario silently doing less. ``[found]`` is what a generated
-search wrote beside a schedule it shrank (``generative/explore.py``); it is not read. The steps', checks', ``[loader]``'s
-and ``[workload]``'s own keys are checked by their parameter declarations."""
+search wrote beside a schedule it shrank (``generative/explore.py``); it is not read. The
+steps', checks', ``[loader]``'s and ``[workload]``'s own keys are checked by their parameter
+declarations."""
 
 
 def _unknown_keys(doc: Mapping[str, Any]) -> list[tuple[str, str, tuple[str, ...]]]:

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from icefloe.harness import maintenance
+from icefloe.harness.observer import TRINO_QUERY_KEY
 from icefloe.harness.scenarios.client import metadata_table
 from icefloe.harness.scenarios.faults import Over, fault_kind
 from icefloe.harness.scenarios.traffic import anchor_moment
 from icefloe.harness.waiting import poll
-from icefloe.loader import keys
 
 __all__ = ["ExpireParams", "OptimizeParams", "OrphansParams", "RetentionParams"]
 
@@ -219,12 +219,14 @@ class RetentionDelete(_Maintenance):
     @staticmethod
     def _removed(client: Any, table: str, cutoff: dt.datetime, started: dt.datetime) -> set[str]:
         # Every DELETE this fault committed: a try whose commit landed while its client lost
-        # Trino is followed by another try, which commits a second one.
+        # Trino is followed by another try, which commits a second one. Only Trino's own
+        # snapshots: another writer's rewrite (a loader that writes no icefloe key) removing
+        # rows is not retention's doing.
         rows = client.sql(
             "retention_snapshot",
             f"SELECT snapshot_id, parent_id FROM {metadata_table(table, 'snapshots')} "
             "WHERE operation IN ('delete', 'overwrite') "
-            f"AND element_at(summary, '{keys.LOADER_ID}') IS NULL "
+            f"AND element_at(summary, '{TRINO_QUERY_KEY}') IS NOT NULL "
             f"AND committed_at >= {maintenance.timestamp_literal(started)} "
             "ORDER BY committed_at",
             attempts=10,
