@@ -28,6 +28,17 @@ from icefloe.harness.stack.tables import create_table_sql
 
 KEEP_STACK = "ICEFLOE_KEEP_STACK"
 STACK_MARKERS = ("integration", "scenario")
+MARKERS = {
+    "integration": "needs the local stack (Kafka, MinIO, REST catalog, Trino)",
+    "scenario": "runs a scenario end to end on the local stack",
+    "containers": "needs a container engine (podman or Docker) and the locally built images",
+}
+"""The markers the plugin reads, registered by it (a user's ``--strict-markers`` knows them)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, meaning in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {meaning}")
 
 
 def unique_name(prefix: str) -> str:

@@ -2,6 +2,8 @@
 
     icefloe provision | up | down | status | logs SERVICE | sql "SELECT ..."   (cli/stack.py)
     icefloe stop|start|kill|pause|resume|restart SERVICE       (fault hooks, cli/stack.py)
+    icefloe doctor        what is provisioned where, the ports, the disk (cli/stack.py)
+    icefloe init [DIR]    a loader's repository: loader.toml, a scenario, a test, CI (cli/init.py)
     icefloe demo                                               (cli/demo.py)
     icefloe load ...      the loader, with the provisioned Spark runtime (cli/load.py)
     icefloe loader start|stop|kill|freeze|thaw|status|logs   background loaders (cli/loader.py)
@@ -39,6 +41,7 @@ from icefloe.harness.cli import (
     conformance,
     demo,
     images,
+    init,
     load,
     loader,
     maintain,
@@ -67,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     stack.add_parsers(sub)
+    init.add_parser(sub)
     demo.add_parser(sub)
     load.add_parser(sub)
     loader.add_parser(sub)

@@ -1,10 +1,12 @@
 """The ``icefloe scenario`` and ``icefloe soak`` commands: list scenarios, run one, some or all,
 with live progress; check finished runs; generate fault schedules; soak.
 
-    icefloe scenario list [--profile ci|full]
+    icefloe scenario list [--profile ci|full] [--scenarios DIR] [--loader NAME]
     icefloe scenario run NAME|FILE [...] | --all  [--profile ci] [--seed N] [--break NAME]
+                                                   [--scenarios DIR]
                                                    [--breaks] [--reports DIR] [--keep]
                                                    [--loader NAME]
+    icefloe scenario reference               every key, step, fault and check, as Markdown
     icefloe scenario check RUN_DIR [...]      recompute verdicts from a run's folder, offline
     icefloe scenario generate [--profile ci|break] [--loader KEY=VALUE] [--seed N] [--found F]
                               [--shrink-minutes M]
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime as dt
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +52,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "scenario", help="list or run end-to-end scenarios (scenarios/*.toml)"
     )
     sub = parser.add_subparsers(dest="scenario_command", required=True)
-    listing = sub.add_parser("list", help="the scenarios and their breaks")
+    listing = sub.add_parser("list", help="the scenarios, where each comes from, and their breaks")
     listing.add_argument("--profile", default="ci", choices=("ci", "full"))
+    _scenarios_option(listing)
+    listing.add_argument(
+        "--loader", dest="loader_kind", metavar="NAME", help="also say which apply to this loader"
+    )
     runs = sub.add_parser("run", help="run scenarios on the running stack")
     runs.add_argument("names", nargs="*", help="scenario names (file stems) or .toml files")
-    runs.add_argument("--all", action="store_true", help="every scenario")
+    runs.add_argument("--all", action="store_true", help="every scenario (yours and the kit's)")
+    _scenarios_option(runs)
     runs.add_argument("--profile", default="ci", choices=("ci", "full"))
     runs.add_argument("--seed", type=int, help="replay a run's decisions")
     runs.add_argument("--break", dest="break_name", help="run the named break of the scenario")
@@ -68,6 +76,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="exit 0 when no named scenario applies (by default that fails: nothing was tested)",
     )
     add_catalog_option(runs)
+    sub.add_parser(
+        "reference", help="every key, step, fault and check of a scenario file, as Markdown"
+    )
     check = sub.add_parser(
         "check", help="recompute a finished run's verdicts from its folder (no services)"
     )
@@ -86,6 +97,19 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.set_defaults(func=run)
     return parser
+
+
+def _scenarios_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--scenarios",
+        dest="scenario_dirs",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="a folder of your own scenarios, looked in before the kit's (default: ./scenarios"
+        " when there is one)",
+    )
 
 
 _LOADER_HELP = (
@@ -281,15 +305,16 @@ def run(args: argparse.Namespace) -> int:
     if args.scenario_command == "generate":
         return run_generate(args)
     if args.scenario_command == "list":
-        rows = []
-        for s in scenarios.discover(profile=args.profile):
-            rows.append((s.name, s.title, ", ".join(sorted(s.breaks)) or "-"))
-        print_table(("scenario", "title", "breaks"), rows)
+        return _list(args)
+    if args.scenario_command == "reference":
+        from icefloe.harness.scenarios.reference import markdown
+
+        sys.stdout.write(markdown())
         return 0
     if args.all:
-        chosen = scenarios.discover(profile=args.profile)
+        chosen = scenarios.discover_all(args.scenario_dirs, profile=args.profile)
     elif args.names:
-        chosen = [scenarios.find(n, profile=args.profile) for n in args.names]
+        chosen = [scenarios.find_in(n, args.scenario_dirs, args.profile) for n in args.names]
     else:
         say("[red]error[/] name scenarios or give --all")
         return 2
@@ -315,6 +340,25 @@ def run(args: argparse.Namespace) -> int:
         if args.breaks:
             plan += [(s, b) for b in sorted(s.breaks)]
     return run_plan(plan, args)
+
+
+def _list(args: argparse.Namespace) -> int:
+    from icefloe.harness.loaders.capabilities import needs, not_applicable
+    from icefloe.harness.scenarios import model as scenarios
+
+    kind = _loader_kind(args)
+    rows = []
+    for s in scenarios.discover_all(args.scenario_dirs, profile=args.profile):
+        row = [s.name, scenarios.source(s), s.title, ", ".join(sorted(s.breaks)) or "-"]
+        if kind is not None:
+            missing = not_applicable(needs(s), kind.capabilities)
+            row.append("yes" if not missing else "no: " + "; ".join(missing))
+        rows.append(tuple(row))
+    header = ["scenario", "from", "title", "breaks"]
+    if kind is not None:
+        header.append(f"applies to {kind.name}")
+    print_table(tuple(header), rows)
+    return 0
 
 
 def _applies(scenario: Any, kind: Any, catalog: Any) -> bool:

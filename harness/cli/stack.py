@@ -1,6 +1,6 @@
-"""`icefloe provision | up | down | status | logs | sql` and the fault hooks on one service.
+"""`icefloe provision | doctor | up | down | status | logs | sql` and the fault hooks on a service.
 
-icefloe provision | up | down | status | logs SERVICE | sql "SELECT ..."
+icefloe provision | doctor | up | down | status | logs SERVICE | sql "SELECT ..."
 icefloe stop|start|kill|pause|resume|restart SERVICE
 """
 
@@ -91,6 +91,27 @@ def _down(args: argparse.Namespace) -> int:
     return 0
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from icefloe.harness import doctor
+
+    config = stack_config.load(args.stack_config)
+    running: frozenset[int] = frozenset()
+    if config.run_dir.exists():  # opening the stack would create it, credentials and all
+        services = open_stack(args).status()
+        running = frozenset(p for s in services if s.pid for p in s.ports)
+    found = doctor.findings(config, running)
+    for f in found:  # lines, not a table: paths are long and a table would cut them
+        colour = {"ok": "green", "optional": "yellow"}.get(f.state, "red")
+        fix = f"  [bold]fix:[/] {escape(f.fix)}" if f.fix else ""
+        say(f"[{colour}]{f.state:8}[/] {f.area:5} {escape(f.name)}: {escape(f.detail)}{fix}")
+    wrong = doctor.problems(found)
+    if wrong:
+        say(f"[red]{len(wrong)} problem(s)[/]: " + "; ".join(f"{f.name}: {f.fix}" for f in wrong))
+        return 1
+    say("nothing missing: `icefloe up` starts the stack")
+    return 0
+
+
 def _status(args: argparse.Namespace) -> int:
     stack = open_stack(args)
     rows = []
@@ -149,6 +170,11 @@ def add_parsers(sub: Any) -> None:
         default=[],
         choices=OPTIONAL_ARTIFACTS,
         help="also build an optional artifact (toxiproxy: network faults on the wire)",
+    )
+    add(
+        "doctor",
+        _doctor,
+        "what is provisioned where, the ports, the disk; what fixes what is missing",
     )
     up = add("up", _up, "start the stack")
     up.add_argument("--no-provision", action="store_true", help="do not check the cache first")

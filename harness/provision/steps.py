@@ -38,12 +38,15 @@ class Step:
 
     Attributes:
         beside: run in a thread of its own from the start, beside the steps run in turn.
+        where: what the step leaves in the cache (``icefloe doctor`` shows it and its size);
+            None for a step whose result it finds elsewhere (a JDK on the machine).
     """
 
     name: str
     done: Callable[[], bool]
     run: Callable[[], None]
     beside: bool = False
+    where: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,7 @@ def optional_steps(layout: Layout) -> dict[str, Step]:
             f"toxiproxy {versions.TOXIPROXY}",
             layout.toxiproxy_bin.exists,
             lambda: build_toxiproxy(layout),
+            where=layout.toxiproxy_bin,
         ),
     }
 
@@ -245,6 +249,7 @@ def steps(layout: Layout) -> list[Step]:
             f"kafka {versions.KAFKA}",
             layout.kafka_lib.is_dir,
             _resolve(layout, "kafka-broker", versions.KAFKA_BROKER_MODULES, layout.kafka_lib),
+            where=layout.kafka_lib,
         ),
         Step(
             f"spark extras (spark {versions.SPARK}, iceberg {versions.ICEBERG})",
@@ -256,23 +261,32 @@ def steps(layout: Layout) -> list[Step]:
                 layout.spark_jars,
                 overrides=versions.SPARK_EXTRAS_OVERRIDES,
             ),
+            where=layout.spark_jars,
         ),
         Step(
             f"loader jvm decoder (spark {versions.SPARK})",
             layout.loader_jar.is_file,
             lambda: _build_loader_jar(layout),
+            where=layout.loader_jar,
         ),
         Step(
             f"iceberg rest catalog {versions.ICEBERG_REST_SERVER}",
             layout.catalog_classes.is_dir,
             lambda: _compile_catalog_launcher(layout),
+            where=layout.catalog_classes,
         ),
-        Step(f"trino {versions.TRINO}", layout.trino_home.is_dir, lambda: _install_trino(layout)),
+        Step(
+            f"trino {versions.TRINO}",
+            layout.trino_home.is_dir,
+            lambda: _install_trino(layout),
+            where=layout.trino_home,
+        ),
         Step(
             f"minio {versions.MINIO}",
             layout.minio_bin.exists,
             lambda: _build_minio(layout),
             beside=True,
+            where=layout.minio_bin,
         ),
     ]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -378,6 +378,68 @@ def discover(directory: Path = SCENARIO_DIR, profile: str = "ci") -> list[Scenar
     return [load(p, profile) for p in sorted(directory.glob("*.toml"))]
 
 
+USER_FOLDER = Path("scenarios")
+"""A user's own scenarios: ``scenarios/`` of the folder a command runs in, when it is not the
+kit's own (a checkout's ``scenarios/`` is the built-in folder)."""
+
+
+def folders(extra: Sequence[Path] = ()) -> list[Path]:
+    """Where scenarios are looked up, in order: ``extra`` (or, without it, ``USER_FOLDER`` when
+    it exists), then the built-in folder.
+
+    Raises:
+        ScenarioError: a folder of ``extra`` that does not exist.
+    """
+    for folder in extra:
+        if not folder.is_dir():
+            raise ScenarioError(f"{folder}: no such folder of scenarios")
+    chosen = list(extra) or ([USER_FOLDER] if USER_FOLDER.is_dir() else [])
+    builtin = SCENARIO_DIR.resolve()
+    return [*(f for f in chosen if f.resolve() != builtin), SCENARIO_DIR]
+
+
+def source(scenario: Scenario) -> str:
+    """Where a scenario comes from: ``built-in``, or the folder of its file."""
+    if scenario.path is None:
+        return "generated"
+    if scenario.path.resolve().parent == SCENARIO_DIR.resolve():
+        return "built-in"
+    return str(scenario.path.parent)
+
+
+def discover_all(extra: Sequence[Path] = (), profile: str = "ci") -> list[Scenario]:
+    """Every scenario of `folders`: a user's first, then the built-in ones."""
+    return [s for folder in folders(extra) for s in discover(folder, profile)]
+
+
+def find_in(
+    name: str,
+    extra: Sequence[Path] = (),
+    profile: str = "ci",
+    variables: Mapping[str, Any] | None = None,
+) -> Scenario:
+    """The scenario ``name`` of the first of `folders` that has it (a user's own before the
+    built-in one of the same name), or a ``.toml`` file.
+
+    Raises:
+        ScenarioError: no folder has it (the known names are given).
+    """
+    if name.endswith(".toml"):
+        if not Path(name).is_file():
+            raise ScenarioError(f"{name}: no such scenario file")
+        return load(Path(name), profile, variables)
+    searched = folders(extra)
+    for folder in searched:
+        if any(_named(p, name) for p in folder.glob("*.toml")):
+            return find(name, folder, profile, variables)
+    known = ", ".join(p.stem for folder in searched for p in sorted(folder.glob("*.toml")))
+    raise ScenarioError(f"no scenario named {name!r}; known: {known}")
+
+
+def _named(path: Path, name: str) -> bool:
+    return path.stem == name or path.stem.split("_", 1)[-1] == name
+
+
 def find(
     name: str,
     directory: Path = SCENARIO_DIR,
@@ -401,11 +463,7 @@ def find(
     """
     if name.endswith(".toml") and Path(name).is_file():
         return load(Path(name), profile, variables)
-    matches = [
-        p
-        for p in sorted(directory.glob("*.toml"))
-        if p.stem == name or p.stem.split("_", 1)[-1] == name
-    ]
+    matches = [p for p in sorted(directory.glob("*.toml")) if _named(p, name)]
     if len(matches) != 1:
         known = ", ".join(p.stem for p in sorted(directory.glob("*.toml")))
         raise ScenarioError(f"no single scenario named {name!r}; known: {known}")

@@ -117,7 +117,7 @@ def parse_fault(raw: Mapping[str, Any], where: str) -> tuple[str, Any]:
     """
     from icefloe.harness.scenarios.params import ParamError
 
-    _load_kinds()
+    load_kinds()
     fields = dict(raw)
     kind = fields.pop("fault", None)
     if kind not in FAULTS:
@@ -127,11 +127,11 @@ def parse_fault(raw: Mapping[str, Any], where: str) -> tuple[str, Any]:
 
 def build_fault(kind: str, params: Any, rng: random.Random) -> Fault:
     """The fault of ``kind`` with ``params`` (see :func:`parse_fault`)."""
-    _load_kinds()
+    load_kinds()
     return FAULTS[kind].build(params, rng)
 
 
-def _load_kinds() -> None:
+def load_kinds() -> None:
     # The kinds register themselves when their modules are imported.
     from icefloe.harness.scenarios.faults import (  # noqa: F401
         commits,

@@ -41,12 +41,17 @@ class StepKind:
         parse: Turns the step's table into its parameters.
         run: Runs it on a run with those parameters.
         doc: One line for listings.
+        params: The dataclass of its parameters (what the reference page shows).
+        checked_by_fields: Its table is read field by field into ``params`` (a parser of its
+            own builds it from other tables: the reference shows its docstring only).
     """
 
     name: str
     parse: Callable[[Mapping[str, Any], str, ParseContext], Any]
     run: Callable[[Any, Any], None]
     doc: str
+    params: type
+    checked_by_fields: bool = True
 
 
 STEPS: dict[str, StepKind] = {}
@@ -61,18 +66,20 @@ def step(
 
     Args:
         name: The step's ``do``.
-        params: The dataclass of its parameters (checked by ``parse_params``).
-        parse: A parser instead, for parameters that build on other tables.
+        params: The dataclass of its parameters (checked by ``parse_params`` unless ``parse``
+            is given).
+        parse: A parser of its own, for parameters that build on other tables; it returns a
+            ``params``.
     """
-    if (params is None) == (parse is None):
-        raise ValueError("give params or parse")
+    if params is None:
+        raise ValueError("give the parameters' dataclass")
 
     def by_dataclass(raw: Mapping[str, Any], where: str, ctx: ParseContext) -> Any:
         return parse_params(params, raw, where)  # type: ignore[arg-type]
 
     def register(fn: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
         doc = (fn.__doc__ or name).strip().splitlines()[0]
-        STEPS[name] = StepKind(name, parse or by_dataclass, fn, doc)
+        STEPS[name] = StepKind(name, parse or by_dataclass, fn, doc, params, parse is None)
         return fn
 
     return register
@@ -86,7 +93,7 @@ def parse_step(do: str, raw: Mapping[str, Any], where: str, ctx: ParseContext) -
     """
     from icefloe.harness.scenarios.params import ParamError
 
-    _load_kinds()
+    load_kinds()
     if do not in STEPS:
         raise ParamError(f"{where}: unknown action {do!r}; one of {sorted(STEPS)}")
     return STEPS[do].parse(raw, where, ctx)
@@ -102,6 +109,6 @@ def perform(run: Any, do: str, raw: Mapping[str, Any] | None = None) -> None:
     STEPS[do].run(run, params)
 
 
-def _load_kinds() -> None:
+def load_kinds() -> None:
     # The kinds register themselves when their modules are imported.
     from icefloe.harness.scenarios.steps import basic, faulting  # noqa: F401

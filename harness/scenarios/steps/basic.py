@@ -77,7 +77,7 @@ def _parse_configure(raw: Mapping[str, Any], where: str, ctx: ParseContext) -> C
     return ConfigureLoader(dict(raw))
 
 
-@step("configure_loader", parse=_parse_configure)
+@step("configure_loader", ConfigureLoader, parse=_parse_configure)
 def configure_loader(run: Any, p: ConfigureLoader) -> None:
     """Change loader settings for its next start (e.g. add a dead-letter topic)."""
     run.loaders.configure(p.changes)
@@ -102,7 +102,7 @@ def _parse_publish(raw: Mapping[str, Any], where: str, ctx: ParseContext) -> Pub
     return Publish(phase, background, parse_params(Workload, {**ctx.workload, **fields}, where))
 
 
-@step("publish", parse=_parse_publish)
+@step("publish", Publish, parse=_parse_publish)
 def publish(run: Any, p: Publish) -> None:
     """Publish a phase of messages (in the background when asked)."""
     name = p.phase or run.traffic.next_name("phase")

@@ -29,7 +29,8 @@ from icefloe.harness.scenarios.steps import ParseContext, step
 
 @dataclass(frozen=True)
 class FaultStep:
-    """A fault kind, its parameters, and how long it stays injected."""
+    """``fault``: the fault's kind (a fault of the reference's list), its own parameters beside
+    it in the same table; ``duration_s``: how long it stays injected before it is healed."""
 
     kind: str
     params: Any
@@ -58,7 +59,7 @@ def _play(run: Any, fault: Any, duration_s: float) -> None:
         run.heal(fault)
 
 
-@step("fault", parse=_parse_fault_step)
+@step("fault", FaultStep, parse=_parse_fault_step)
 def fault(run: Any, p: FaultStep) -> None:
     """Inject a fault, hold it for ``duration_s``, heal it."""
     _play(run, build_fault(p.kind, p.params, run.rng), p.duration_s)
@@ -113,7 +114,7 @@ def _parse_nemesis(raw: Mapping[str, Any], where: str, ctx: ParseContext) -> Nem
     return Nemesis(step_, times, str(at), bounds, until)
 
 
-@step("nemesis", parse=_parse_nemesis)
+@step("nemesis", Nemesis, parse=_parse_nemesis)
 def nemesis(run: Any, p: Nemesis) -> None:
     """A fault again and again at random intervals (then at commits, while too few landed in
     one: ``until_during_commit``)."""
@@ -217,7 +218,7 @@ def _parse_schedule(raw: Mapping[str, Any], where: str, ctx: ParseContext) -> Pl
     return PlaySchedule(Schedule.parse(events, where), rest.start_loader, rest.monitor_every_s)
 
 
-@step("schedule", parse=_parse_schedule)
+@step("schedule", PlaySchedule, parse=_parse_schedule)
 def schedule(run: Any, p: PlaySchedule) -> None:
     """Play a timed fault schedule, lanes side by side, invariants checked while it runs."""
     player = SchedulePlayer(run, p.events, start_loader=p.start_loader)

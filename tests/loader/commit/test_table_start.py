@@ -96,7 +96,7 @@ def test_storage_that_does_not_answer_is_waited_for_and_named(
 
     monkeypatch.setattr(v, "claim", claim)
     with pytest.raises(CatalogUnavailable, match=r"the table's storage .* NETWORK_CONNECTION"):
-        v.take_over("me", 1000, wait_s=0.2)
+        v.take_over("me", 1000, wait_s=1.0)
     assert len(calls) >= 2
     calls[:] = ["x"] * 99  # the next call is refused: not a network error, so not waited out
     with pytest.raises(OSError, match="ACCESS_DENIED"):

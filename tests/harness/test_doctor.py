@@ -1,0 +1,61 @@
+"""`icefloe doctor`: an empty cache is reported missing with its fix, a taken port as in use."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+from icefloe.harness import doctor
+from icefloe.harness.provision.layout import Layout
+from icefloe.harness.provision.steps import steps
+from icefloe.harness.stack.config import StackConfig
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_an_empty_cache_is_missing_and_names_its_fix(tmp_path: Path) -> None:
+    config = StackConfig(run_dir=tmp_path / "run", cache_dir=tmp_path / "cache")
+    found = doctor.findings(config)
+    cache = [f for f in found if f.area == "cache"]
+    trino = next(f for f in cache if f.name.startswith("trino "))
+    assert trino.state == doctor.MISSING
+    assert trino.fix == "icefloe provision"
+    assert str(tmp_path / "cache") in trino.detail
+    toxiproxy = next(f for f in cache if f.name.startswith("toxiproxy "))
+    assert toxiproxy.state == doctor.OPTIONAL, "an optional artifact is no problem"
+    assert toxiproxy.fix == "icefloe provision --with toxiproxy"
+    wrong = doctor.problems(found)
+    assert trino in wrong and toxiproxy not in wrong
+    assert not (tmp_path / "run").exists(), "the doctor writes nothing"
+
+
+def test_a_provisioned_artifact_is_ok_with_its_size(tmp_path: Path) -> None:
+    config = StackConfig(run_dir=tmp_path / "run", cache_dir=tmp_path / "cache")
+    step = next(s for s in steps(Layout(config.cache_dir)) if s.name.startswith("trino "))
+    assert step.where is not None
+    (step.where / "bin").mkdir(parents=True)
+    (step.where / "bin" / "launcher").write_bytes(b"x" * 3 * 2**20)
+    trino = next(f for f in doctor.findings(config) if f.name == step.name)
+    assert trino.state == doctor.OK
+    assert "3.0 MiB" in trino.detail
+
+
+def test_a_taken_port_is_in_use_unless_the_stack_holds_it(tmp_path: Path) -> None:
+    port = _free_port()
+    config = StackConfig(run_dir=tmp_path / "run", cache_dir=tmp_path / "cache", trino_port=port)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+        taken = next(f for f in doctor.findings(config) if f.name == f"trino_port {port}")
+        held = next(
+            f for f in doctor.findings(config, frozenset({port})) if f.name == f"trino_port {port}"
+        )
+    assert taken.state == doctor.IN_USE
+    assert "TRINO_PORT" in taken.fix
+    assert held.state == doctor.OK
+    free = next(f for f in doctor.findings(config) if f.name == f"trino_port {port}")
+    assert free.state == doctor.OK
