@@ -39,6 +39,7 @@ from typing import Any
 
 from icefloe.loader import errors as loader_errors
 from icefloe.loader import keys as loader_keys
+from icefloe.publisher.malformations import POLICY
 
 __all__ = [
     "CHECKPOINT",
@@ -218,6 +219,8 @@ class Observer:
         log_facts: What its log says of its own state, counted at the end of a run and
             reported beside the verdicts (name -> a regular expression): evidence for a
             finding, never a verdict.
+        refuses: The malformations of icefloe's policy (``publisher.malformations.POLICY``)
+            it declares it refuses: it is held to dead-lettering those; any other it may load.
     """
 
     kind: str
@@ -238,6 +241,7 @@ class Observer:
     letter_headers: Mapping[str, tuple[str, ...]] | None = None
     error_kinds: bool = False
     log_facts: Mapping[str, str] = field(default_factory=dict)
+    refuses: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.position not in (None, *POSITION_SOURCES):
@@ -255,6 +259,9 @@ class Observer:
         unknown = set(self.letter_headers or {}) - set(LETTER_FIELDS)
         if unknown:
             raise ValueError(f"letter_headers: unknown fields {sorted(unknown)}")
+        beyond = set(self.refuses) - set(POLICY)
+        if beyond:
+            raise ValueError(f"refuses: {sorted(beyond)} are not policy; one of {sorted(POLICY)}")
 
     # -- the record in a history -------------------------------------------------------------
 
@@ -274,6 +281,8 @@ class Observer:
         fields = {k: v for k, v in doc.items() if k in known}
         if fields.get("letter_headers") is not None:
             fields["letter_headers"] = {k: tuple(v) for k, v in fields["letter_headers"].items()}
+        if "refuses" in fields:
+            fields["refuses"] = tuple(fields["refuses"])
         return cls(**fields)
 
     # -- commits --------------------------------------------------------------------------------
@@ -419,6 +428,7 @@ def icefloe_observer(trigger_s: float = 2.0) -> Observer:
         stages=True,
         letter_headers=ICEFLOE_LETTERS,
         error_kinds=True,
+        refuses=tuple(POLICY),
     )
 
 

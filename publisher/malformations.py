@@ -297,6 +297,16 @@ _bigint_out_of_range = _column_builder(
 )
 
 #: The catalog: name -> entry. Names are stable; scenarios and ledgers use them.
+POLICY: dict[str, str] = {
+    "duplicate_key": "valid JSON (RFC 8259: names SHOULD be unique); icefloe's loader refuses"
+    " it, a parser that keeps the last value loads it",
+    "oversized": "a valid row one byte over icefloe's own 1 MiB limit (max_record_bytes); another"
+    " loader's limit is its own",
+}
+"""Malformations that are icefloe's policy rather than what every loader owes: a loader is held
+to them only when it declares that it refuses them (``[observe] refuses``); for any other
+loader the checks report what it did with them (loaded or dead-lettered), never an anomaly."""
+
 MALFORMATIONS: dict[str, Malformation] = _registry(
     Malformation(
         "invalid_json", "invalid_json", "$", "trailing comma: not JSON syntax", _invalid_json

@@ -73,6 +73,7 @@ from icefloe.harness.loaders.base import (
 from icefloe.harness.observer import HALT_GROUPS, Observer
 from icefloe.harness.stack import keys
 from icefloe.harness.stack.process import ManagedProcess
+from icefloe.publisher.malformations import POLICY
 
 __all__ = [
     "PLACEHOLDERS",
@@ -175,6 +176,10 @@ class ObserveSpec:
         dead_letter_headers: The headers its dead letters carry, by what they say: ``topic``,
             ``partition``, ``offset`` (the source message) and ``reason`` (None: the kit cannot
             read its dead letters, and checks of them do not apply).
+        refuses: The malformations of icefloe's own policy it refuses too (of
+            ``duplicate_key``: valid JSON with a name twice, ``oversized``: a row over icefloe's
+            1 MiB limit): it is held to dead-lettering those; any other it may load or
+            dead-letter, and the report says which it did.
     """
 
     commit_key: str | None = None
@@ -186,8 +191,12 @@ class ObserveSpec:
     partition_discovery_s: float | None = None
     halt_pattern: str | None = None
     dead_letter_headers: Mapping[str, str] | None = None
+    refuses: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        beyond = sorted(set(self.refuses) - set(POLICY))
+        if beyond:
+            raise SpecError(f"[observe] refuses: {beyond}; one of {sorted(POLICY)}")
         if self.position is not None and self.position not in POSITIONS:
             raise SpecError(f"[observe] position: {self.position!r}, expected one of {POSITIONS}")
         # A key read under one position only would be ignored under the other: say so.
@@ -236,6 +245,7 @@ class ObserveSpec:
 OBSERVE_KEYS = (
     "commit_key", "position", "position_key", "consumer_group", "checkpoint",
     "commit_interval_s", "partition_discovery_s", "halt_pattern", "dead_letter_headers",
+    "refuses",
 )  # fmt: skip
 LETTER_HEADERS = ("topic", "partition", "offset", "reason")
 """What ``[observe.dead_letter_headers]`` names: the source message's coordinates, and why."""
@@ -276,7 +286,11 @@ def _observe(table: object) -> ObserveSpec:
                 f"[observe] dead_letter_headers: name {list(LETTER_HEADERS)} "
                 f"(missing {missing}, unknown {unknown})"
             )
+    refuses = table.get("refuses", [])
+    if not isinstance(refuses, list) or not all(isinstance(r, str) for r in refuses):
+        raise SpecError("[observe] refuses: a list of malformation names")
     return ObserveSpec(
+        refuses=tuple(refuses),
         dead_letter_headers=headers,
         commit_key=texts["commit_key"],
         position=cast(Literal["summary", "group", "checkpoint"] | None, texts["position"]),
@@ -785,6 +799,7 @@ class CommandKind:
             drain_s=30.0 + 5 * interval if interval is not None else Observer.drain_s,
             discovery_s=observe.partition_discovery_s or 0.0,
             halt_pattern=observe.halt_pattern,
+            refuses=observe.refuses,
             letter_headers=(
                 {k: (v,) for k, v in observe.dead_letter_headers.items()}
                 if observe.dead_letter_headers is not None

@@ -24,7 +24,8 @@ import threading
 import time
 from typing import Any
 
-from icefloe.harness.scenarios.checks.facts.ledger import LedgerIndex
+from icefloe.harness.observer import observer_of
+from icefloe.harness.scenarios.checks.facts.ledger import LedgerIndex, under_contract
 from icefloe.harness.scenarios.checks.live import LiveJudge
 from icefloe.harness.scenarios.faults import Fault, build_fault
 from icefloe.harness.scenarios.pacing import LoaderPacer
@@ -68,7 +69,10 @@ class Monitor:
     def _index(self) -> LedgerIndex:
         traffic = self.run.traffic
         running = frozenset(p.prefix for p in list(traffic.phases.values()) if not p.done)
-        return LedgerIndex(traffic.entries(finished_only=True), running)
+        held_to = under_contract(
+            traffic.entries(finished_only=True), observer_of(self.run.history.events)
+        )
+        return LedgerIndex(held_to, running)
 
     def check_now(self) -> dict[str, Any]:
         """One round: read, judge, record; return every anomaly found so far."""

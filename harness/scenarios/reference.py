@@ -9,10 +9,9 @@ test fails when the page and the code part). Nothing here is written by hand but
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import re
 from typing import Any, get_type_hints
 
+from icefloe.harness import docstrings
 from icefloe.harness.scenarios import checks as _registers_the_checkers  # noqa: F401
 from icefloe.harness.scenarios import model
 from icefloe.harness.scenarios.checks.verdict import CHECKERS, PARAMS
@@ -40,23 +39,7 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("NoneType", "None").replace("|", "\\|")
 
 
-def _doc(obj: Any) -> str:
-    """A docstring as Markdown: inline literals in single backticks, an ``Attributes:`` or
-    ``Members:`` section as a list (indented, it would read as a code block)."""
-    out: list[str] = []
-    for line in inspect.cleandoc(obj.__doc__ or "").strip().replace("``", "`").splitlines():
-        if line.rstrip() in ("Attributes:", "Members:"):
-            out.append("")
-            continue
-        if line.startswith("        ") and out:
-            out[-1] += " " + line.strip()
-        elif line.startswith("    "):
-            name, sep, rest = line.strip().partition(":")
-            out.append(f"- `{name}`: {rest.strip()}" if sep else f"- {line.strip()}")
-        else:
-            out.append(line)
-    text = re.sub(r":\w+:`~?([^`]+)`", r"`\1`", "\n".join(out))
-    return re.sub(r"\n{3,}", "\n\n", text).strip()
+_doc = docstrings.markdown
 
 
 def _default(f: dataclasses.Field[Any]) -> str:

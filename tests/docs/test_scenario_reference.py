@@ -23,3 +23,11 @@ def test_it_names_every_step_fault_check_and_key() -> None:
     for keys in model.KNOWN_KEYS.values():
         for key in keys:
             assert f"`{key}`" in text, key
+
+
+def test_the_annotated_example_is_the_scenario_init_writes() -> None:
+    from icefloe.harness.resources import kit_file
+
+    template = kit_file("harness", "scaffold", "templates", "scenarios", "restart_under_load.toml")
+    page = (ROOT / "docs" / "scenarios.md").read_text(encoding="utf-8")
+    assert f"```toml\n{template.read_text(encoding='utf-8')}```" in page

@@ -182,6 +182,48 @@ def test_dead_letter_unknown_when_a_required_kind_was_never_sent() -> None:
     assert result.verdict == UNKNOWN and "oversized" in result.summary
 
 
+# -- icefloe's policy against what every loader owes -------------------------------------------
+
+
+def _lenient() -> History:
+    """A loader that does not declare it refuses duplicate keys or oversized rows."""
+    other = dataclasses.replace(ICEFLOE, kind="command:other.toml", refuses=())
+    return history((0.5, "info", "info", "observer", {"observer": other.to_json()}))
+
+
+POLICY_LEDGER = [*VALID_LEDGER, entry(7, kind="duplicate_key"), entry(8, kind="oversized"),
+                 entry(9, kind="truncated_json", target="$")]  # fmt: skip
+
+
+def test_a_policy_malformation_is_misrouted_only_for_a_loader_that_refuses_it() -> None:
+    """A row of valid JSON with a name twice, loaded: icefloe's loader (which refuses it) put
+    a malformed message in the table; another loader chose to keep the last value."""
+    observed = Observed({**{f"id-{i}": 1 for i in range(5)}, "id-7": 1})
+    strict = run_check("exactly_once", EMPTY, POLICY_LEDGER, observed)
+    assert strict.verdict == INVALID and set(strict.anomalies) == {"misrouted"}
+    lenient = run_check("exactly_once", _lenient(), POLICY_LEDGER, observed)
+    assert lenient.verdict == VALID, lenient.summary
+    assert lenient.stats["policy_loaded"] == {"duplicate_key": 1, "oversized": 0}
+    twice = Observed({**{f"id-{i}": 1 for i in range(5)}, "id-7": 2})
+    assert "duplicated" in run_check("exactly_once", _lenient(), POLICY_LEDGER, twice).anomalies
+
+
+def test_a_policy_malformation_is_not_required_in_the_dead_letters_of_another_loader() -> None:
+    letters = [letter(POLICY_LEDGER[-1], "invalid_json"), letter(POLICY_LEDGER[-2], "too_large")]
+    observed = Observed({**{f"id-{i}": 1 for i in range(5)}, "id-7": 1}, letters)
+    params = {"kinds": ["truncated_json", "duplicate_key", "oversized"]}
+    lenient = run_check("dead_letter", _lenient(), POLICY_LEDGER, observed, params)
+    assert lenient.verdict == VALID, lenient.summary
+    assert lenient.stats["policy_dead_lettered"] == {"duplicate_key": 0, "oversized": 1}
+    strict = run_check("dead_letter", EMPTY, POLICY_LEDGER, observed, params)
+    assert strict.verdict == INVALID and "pending" in strict.anomalies  # id-7 has no letter
+
+
+def test_a_loader_may_declare_only_policy_malformations() -> None:
+    with pytest.raises(ValueError, match="not policy"):
+        dataclasses.replace(ICEFLOE, refuses=("truncated_json",))
+
+
 # -- retention ------------------------------------------------------------------
 
 CUTOFF = 1_000

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from icefloe.harness.observer import ICEFLOE, Letter, Observer
-from icefloe.harness.scenarios.checks.facts.ledger import Coordinates
+from icefloe.harness.scenarios.checks.facts.ledger import POLICY_STATUS, Coordinates
 from icefloe.publisher.ledger import LedgerEntry
 
 __all__ = [
@@ -114,8 +114,8 @@ def rows_against_ledger(
     return compare_rows(
         counts,
         (e.event_id for e in valid if e.delivered),
-        published=(e.event_id for e in valid),
-        malformed=(e.event_id for e in ledger if e.status != "valid"),
+        published=(e.event_id for e in ledger if e.status in ("valid", POLICY_STATUS)),
+        malformed=(e.event_id for e in ledger if e.status == "malformed"),
         removed=removed,
     )
 
@@ -219,14 +219,16 @@ def compare_dead_letters(
             per_source[letter.source].append(letter.loader)
     malformed: set[Coordinates] = set()
     valid: set[Coordinates] = set()
+    either: set[Coordinates] = set()  # the loader's own policy: a letter or a row
     unconfirmed_topics: set[str] = set()
     for e in ledger:
         if e.offset is None or not e.delivered:
             unconfirmed_topics.add(e.topic)
             continue
-        (malformed if e.status == "malformed" else valid).add((e.topic, e.partition, e.offset))
+        where = {"malformed": malformed, POLICY_STATUS: either}.get(e.status, valid)
+        where.add((e.topic, e.partition, e.offset))
     found = set(per_source)
-    strays = found - malformed - valid
+    strays = found - malformed - valid - either
     return DeadLetterVerdict(
         letters=len(read),
         distinct=len(found),

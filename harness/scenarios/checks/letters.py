@@ -10,7 +10,12 @@ from typing import Any
 from icefloe.harness.history import History, select
 from icefloe.harness.observer import observer_of
 from icefloe.harness.scenarios.checks.compare import compare_dead_letters
-from icefloe.harness.scenarios.checks.facts.ledger import coordinates, describe, malformed_entries
+from icefloe.harness.scenarios.checks.facts.ledger import (
+    coordinates,
+    describe,
+    malformed_entries,
+    policy_entries,
+)
 from icefloe.harness.scenarios.checks.facts.reads import DeadLetter, Observed, dead_letters
 from icefloe.harness.scenarios.checks.missing import letter_anomalies
 from icefloe.harness.scenarios.checks.verdict import (
@@ -22,7 +27,7 @@ from icefloe.harness.scenarios.checks.verdict import (
     checker,
 )
 from icefloe.publisher.ledger import LedgerEntry
-from icefloe.publisher.malformations import MALFORMATIONS
+from icefloe.publisher.malformations import MALFORMATIONS, POLICY
 
 __all__ = ["check_dead_letter", "check_dead_letters_match_ledger"]
 
@@ -104,7 +109,13 @@ def check_dead_letter(
         "kinds": dict(sorted(sent_kinds.items())),
         "error_kinds_compared": observer.error_kinds,
     }
-    required = set(params["kinds"])
+    policy = policy_entries(ledger)
+    if policy:  # what the loader chose for malformations of icefloe's policy: no anomaly
+        lettered = Counter(str(e.kind) for e in policy if coordinates(e) in by_source)
+        kinds = sorted({str(e.kind) for e in policy})
+        stats["policy_dead_lettered"] = {k: lettered.get(k, 0) for k in kinds}
+    # A kind of icefloe's policy the loader does not declare it refuses is not required of it.
+    required = set(params["kinds"]) - (set(POLICY) - set(observer.refuses))
     missing = sorted(required - set(sent_kinds))
     result = found.result(
         "dead_letter",

@@ -19,6 +19,7 @@ Only *lost* breaks exactly-once. The same judgement serves every check of rows
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +27,7 @@ from typing import Any
 from icefloe.harness.history import Event
 from icefloe.harness.observer import NO_ID, SUMMARY, observer_of
 from icefloe.harness.scenarios.checks.compare import DeadLetterVerdict, rows_against_ledger
-from icefloe.harness.scenarios.checks.facts.ledger import coordinates, describe
+from icefloe.harness.scenarios.checks.facts.ledger import coordinates, describe, policy_entries
 from icefloe.harness.scenarios.checks.facts.positions import (
     PositionRead,
     final_position,
@@ -177,6 +178,11 @@ def judge_rows(
         "late": len(late & {e.event_id for e in ledger if e.status == "valid"}),
         **summarise_position(missing.position),
     }
+    policy = policy_entries(ledger)
+    if policy:  # what the loader chose for malformations of icefloe's policy: no anomaly
+        loaded = Counter(str(e.kind) for e in policy if counts.get(e.event_id))
+        kinds = sorted({str(e.kind) for e in policy})
+        stats["policy_loaded"] = {k: loaded.get(k, 0) for k in kinds}
     return found, stats
 
 

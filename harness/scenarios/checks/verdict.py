@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from icefloe.harness.history import History
+from icefloe.harness.observer import observer_of
+from icefloe.harness.scenarios.checks.facts.ledger import under_contract
 from icefloe.harness.scenarios.checks.facts.reads import Observed
 from icefloe.harness.scenarios.params import ParamError, coerce, describe_type
 from icefloe.publisher.ledger import LedgerEntry
@@ -281,7 +283,9 @@ def run_check(
     Args:
         name: A key of :data:`CHECKERS`.
         history: The run's history.
-        ledger: Every ledger entry of the run (all publish phases).
+        ledger: Every ledger entry of the run (all publish phases); the checker gets it as the
+            loader is held to it (``facts.ledger.under_contract``: a malformation of icefloe's
+            policy that the loader does not declare it refuses is left to its choice).
         observed: What was read back.
         params: The scenario's parameters for this check (declared defaults fill the rest).
 
@@ -293,7 +297,8 @@ def run_check(
     """
     fn = CHECKERS[name]
     try:
-        return fn(history, ledger, observed, _with_defaults(name, params or {}))
+        held_to = under_contract(ledger, observer_of(history.events))
+        return fn(history, held_to, observed, _with_defaults(name, params or {}))
     except Exception as exc:  # a broken checker must not turn into a pass
         return CheckResult(name, UNKNOWN, f"checker raised {type(exc).__name__}: {exc}")
 

@@ -54,7 +54,8 @@ def test_a_description_without_observe_declares_nothing(tmp_path: Path) -> None:
     path.write_text(HEAD)
     observe = command.load_spec(path).observe
     assert observe == command.ObserveSpec()
-    assert all(value is None for value in vars(observe).values())
+    assert all(value is None for key, value in vars(observe).items() if key != "refuses")
+    assert observe.refuses == (), "no policy of icefloe's is held against it"
 
 
 def test_a_summary_position_and_its_halts_are_read(tmp_path: Path) -> None:
@@ -128,6 +129,8 @@ def test_the_kind_tells_the_checks_what_it_declares(tmp_path: Path) -> None:
         ("halt_pattern = 'topic (?P<topic>\\S+'", "halt_pattern"),
         ("halt_pattern = 'topic (\\S+) partition (\\d+) offset (\\d+)'", "halt_pattern"),
         ("halt_pattern = 'topic (?P<topic>\\S+) offset (?P<offset>\\d+)'", "partition"),
+        ('refuses = ["truncated_json"]', "refuses"),
+        ('refuses = "oversized"', "refuses"),
     ],
 )
 def test_a_wrong_observe_table_is_refused_naming_the_file_and_the_key(
@@ -138,6 +141,13 @@ def test_a_wrong_observe_table_is_refused_naming_the_file_and_the_key(
     message = str(raised.value)
     assert str(tmp_path / "mine.toml") in message
     assert "[observe]" in message and re.search(re.escape(key), message), message
+
+
+def test_the_policy_a_loader_refuses_reaches_its_observer(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, 'refuses = ["oversized"]')
+    assert spec.observe.refuses == ("oversized",)
+    assert command.CommandKind(spec).observer(_target(tmp_path)).refuses == ("oversized",)
+    assert _spec(tmp_path, "").observe.refuses == ()
 
 
 def test_observe_must_be_a_table(tmp_path: Path) -> None:

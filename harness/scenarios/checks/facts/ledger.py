@@ -3,10 +3,13 @@ went, and the ledger indexed by id and by coordinates."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from icefloe.harness.observer import Observer
 from icefloe.publisher.ledger import LedgerEntry
+from icefloe.publisher.malformations import POLICY
 
 __all__ = [
     "Coordinates",
@@ -14,8 +17,13 @@ __all__ = [
     "coordinates",
     "describe",
     "malformed_entries",
+    "policy_entries",
+    "under_contract",
     "valid_entries",
 ]
+
+POLICY_STATUS = "policy"
+"""The status `under_contract` gives a message whose handling is the loader's own choice."""
 
 _PREFIX = 24  # event ids share a 24-character prefix per publish phase (publisher.messages)
 
@@ -37,6 +45,26 @@ def valid_entries(ledger: Sequence[LedgerEntry]) -> list[LedgerEntry]:
 def malformed_entries(ledger: Sequence[LedgerEntry]) -> list[LedgerEntry]:
     """The malformed messages whose delivery the publisher confirmed."""
     return [e for e in ledger if e.delivered and e.status == "malformed"]
+
+
+def under_contract(ledger: Sequence[LedgerEntry], observer: Observer) -> list[LedgerEntry]:
+    """The ledger as the loader ``observer`` describes is held to it: a malformation of
+    icefloe's policy (``POLICY``) that the loader does not declare it refuses is neither
+    malformed nor valid for it (status ``policy``): it may load it or dead-letter it, once."""
+    lenient = set(POLICY) - set(observer.refuses)
+    if not lenient:
+        return list(ledger)
+    return [
+        dataclasses.replace(e, status=POLICY_STATUS)
+        if e.status == "malformed" and e.kind in lenient
+        else e
+        for e in ledger
+    ]
+
+
+def policy_entries(ledger: Sequence[LedgerEntry]) -> list[LedgerEntry]:
+    """The delivered messages `under_contract` left to the loader's own policy."""
+    return [e for e in ledger if e.delivered and e.status == POLICY_STATUS]
 
 
 def describe(e: LedgerEntry) -> str:
