@@ -52,6 +52,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--scenario", action="append", metavar="NAME", help="only these scenarios (repeat)"
     )
+    parser.add_argument(
+        "--scenarios",
+        dest="scenario_dirs",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="a folder of your own scenarios, run beside the kit's (default: ./scenarios when"
+        " there is one)",
+    )
     parser.add_argument("--profile", default="ci", choices=("ci", "full"))
     parser.add_argument("--seed", type=int, help="every run's seed (replays their decisions)")
     parser.add_argument(
@@ -337,9 +347,9 @@ def run(args: argparse.Namespace) -> int:
     interrupt_on_sigterm()
     kinds = [resolve(name) for name in (args.loader or DEFAULT_LOADERS)]
     if args.scenario:
-        chosen = [model.find(n, profile=args.profile) for n in args.scenario]
+        chosen = [model.find_in(n, args.scenario_dirs, args.profile) for n in args.scenario]
     else:
-        chosen = model.discover(profile=args.profile)
+        chosen = model.discover_all(args.scenario_dirs, profile=args.profile)
     # The hostile inputs are run last, unless skipped or named among the scenarios.
     named = [s for s in chosen if s.path is not None and s.path.resolve() == SEMANTICS]
     semantic = named[0] if named else None
