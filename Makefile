@@ -91,6 +91,7 @@ CONTAINER_TESTS ?= tests/containers tests/harness tests/publisher \
 # Kafka Connect sink, a user's own loader (the pyiceberg example), the breaks, and the catalogs
 # under test (local processes beside the stack, on its object store).
 LOCAL_ONLY ?= breaks_ci or catalogproxy or kafka_connect or toxiproxy or user_loader or spark_sink \
+	or position_kinds \
 	or catalog_checks
 test-containers: images ## the backend-dependent tests and scenarios 01 02 04 05 on containers
 	$(BIN)/pytest --backend containers -m "(integration or scenario) and not slow" \

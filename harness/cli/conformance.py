@@ -27,6 +27,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from icefloe.harness.cli.scenario import add_scenarios_option
 from icefloe.harness.console import say
 from icefloe.harness.loaders.kinds import NAMES as LOADER_NAMES
 from icefloe.harness.resources import commit, kit_file
@@ -52,16 +53,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--scenario", action="append", metavar="NAME", help="only these scenarios (repeat)"
     )
-    parser.add_argument(
-        "--scenarios",
-        dest="scenario_dirs",
-        action="append",
-        type=Path,
-        default=[],
-        metavar="DIR",
-        help="a folder of your own scenarios, run beside the kit's (default: ./scenarios when"
-        " there is one)",
-    )
+    add_scenarios_option(parser)
     parser.add_argument("--profile", default="ci", choices=("ci", "full"))
     parser.add_argument("--seed", type=int, help="every run's seed (replays their decisions)")
     parser.add_argument(

@@ -54,14 +54,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="scenario_command", required=True)
     listing = sub.add_parser("list", help="the scenarios, where each comes from, and their breaks")
     listing.add_argument("--profile", default="ci", choices=("ci", "full"))
-    _scenarios_option(listing)
+    add_scenarios_option(listing)
     listing.add_argument(
         "--loader", dest="loader_kind", metavar="NAME", help="also say which apply to this loader"
     )
     runs = sub.add_parser("run", help="run scenarios on the running stack")
     runs.add_argument("names", nargs="*", help="scenario names (file stems) or .toml files")
     runs.add_argument("--all", action="store_true", help="every scenario (yours and the kit's)")
-    _scenarios_option(runs)
+    add_scenarios_option(runs)
     runs.add_argument("--profile", default="ci", choices=("ci", "full"))
     runs.add_argument("--seed", type=int, help="replay a run's decisions")
     runs.add_argument("--break", dest="break_name", help="run the named break of the scenario")
@@ -99,7 +99,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _scenarios_option(parser: argparse.ArgumentParser) -> None:
+def add_scenarios_option(parser: argparse.ArgumentParser) -> None:
+    """``--scenarios DIR``: a folder of a user's own scenarios (``model.folders``)."""
     parser.add_argument(
         "--scenarios",
         dest="scenario_dirs",
