@@ -1,18 +1,20 @@
-"""Docstrings as Markdown, for the reference pages generated from the code.
+"""Docstrings and dataclass fields as Markdown, for the reference pages generated from the code.
 
 The kit's docstrings are Google-style: prose, then sections such as ``Attributes:`` whose
 entries are ``name: text`` lines indented under it. `attributes` reads such a section into a
 mapping; `markdown` renders a whole docstring as Markdown (inline literals in single
 backticks, a section's entries as a list, since an indented block would read as code).
+`cell` makes any text one table cell, `default` names a field's default as a cell shows it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 from typing import Any
 
-__all__ = ["attributes", "markdown"]
+__all__ = ["attributes", "cell", "default", "markdown"]
 
 _SECTIONS = ("Attributes:", "Members:", "Args:")
 
@@ -61,3 +63,23 @@ def markdown(obj: Any) -> str:
         else:
             out.append(line)
     return re.sub(r"\n{3,}", "\n\n", _roles("\n".join(out))).strip()
+
+
+def cell(text: object) -> str:
+    """``text`` as one Markdown table cell: on one line, its pipes escaped."""
+    return " ".join(str(text).split()).replace("NoneType", "None").replace("|", "\\|")
+
+
+def default(cls: type, name: str) -> str:
+    """The default of ``cls``'s field ``name`` as a reference cell shows it: ``required``,
+    ``none``, or the value in backticks (a set sorted)."""
+    field = {f.name: f for f in dataclasses.fields(cls)}[name]
+    if field.default is not dataclasses.MISSING:
+        value = field.default
+    elif field.default_factory is not dataclasses.MISSING:
+        value = field.default_factory()
+    else:
+        return "required"
+    if isinstance(value, frozenset):
+        value = sorted(str(v) for v in value)
+    return "none" if value is None else f"`{value!r}`"

@@ -39,7 +39,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from icefloe.harness.loaders.capabilities import catalog_limits, needs, not_applicable
+from icefloe.harness.loaders.capabilities import why_not
 from icefloe.harness.loaders.command import PREFIX as COMMAND_PREFIX
 from icefloe.harness.loaders.kinds import resolve
 from icefloe.harness.scenarios import model
@@ -78,7 +78,8 @@ def load_scenario(
     profile: str = "ci",
     variables: Mapping[str, Any] | None = None,
 ) -> Scenario:
-    """A scenario by its file (any path ending in ``.toml``) or its built-in name.
+    """A scenario by its file (any path ending in ``.toml``) or its name (yours in
+    ``./scenarios`` first, then the built-in ones).
 
     Args:
         scenario: ``scenarios/mine.toml``, ``01_exactly_once_kill9`` or ``exactly_once_kill9``.
@@ -89,12 +90,7 @@ def load_scenario(
         ScenarioError: no such scenario, or the file is not a valid one (its line and the known
             keys are named).
     """
-    path = Path(scenario)
-    if path.suffix == ".toml":
-        if not path.is_file():
-            raise ScenarioError(f"{path}: no such scenario file")
-        return model.load(path, profile, variables)
-    return model.find(str(scenario), profile=profile, variables=variables)
+    return model.find_in(str(scenario), profile=profile, variables=variables)
 
 
 def _loader(loader: str | Path | None) -> Any:
@@ -135,10 +131,7 @@ def run_scenario(
         scenario if isinstance(scenario, Scenario) else load_scenario(scenario, variables=variables)
     )
     kind = _loader(loader)
-    catalog = stack.catalog
-    missing = catalog_limits(chosen, catalog)
-    if kind is not None:
-        missing += not_applicable(needs(chosen, catalog.kind), kind.capabilities)
+    missing = why_not(chosen, kind, stack.catalog)
     if missing:
         raise NotApplicable(f"{chosen.name} does not apply: {'; '.join(missing)}")
     options = RunOptions(seed=seed, break_name=break_name, reports_dir=reports, loader=kind)

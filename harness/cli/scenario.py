@@ -365,11 +365,9 @@ def _list(args: argparse.Namespace) -> int:
 def _applies(scenario: Any, kind: Any, catalog: Any) -> bool:
     """Whether ``scenario`` applies to loader ``kind`` (icefloe's when ``None``) on the stack's
     ``catalog``; says why not when it does not."""
-    from icefloe.harness.loaders.capabilities import catalog_limits, needs, not_applicable
+    from icefloe.harness.loaders.capabilities import why_not
 
-    missing = catalog_limits(scenario, catalog)
-    if kind is not None:
-        missing += not_applicable(needs(scenario, catalog.kind), kind.capabilities)
+    missing = why_not(scenario, kind, catalog)
     if missing:
         on = f" on the {catalog.kind} catalog" if catalog.kind != "rest" else ""
         to = f" to {kind.name}" if kind is not None else ""

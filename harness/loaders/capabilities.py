@@ -19,7 +19,14 @@ from typing import Any
 from icefloe.harness.loaders.base import Capability
 from icefloe.loader.testing.faultpoints import POINTS
 
-__all__ = ["catalog_limits", "catalog_needs", "fault_needs", "needs", "not_applicable"]
+__all__ = [
+    "catalog_limits",
+    "catalog_needs",
+    "fault_needs",
+    "needs",
+    "not_applicable",
+    "why_not",
+]
 
 _POINT_KILLS = (*POINTS, "after_commit")
 """``kill_loader`` moments that are icefloe's own hooks (the rest are timed from outside)."""
@@ -132,6 +139,15 @@ def not_applicable(
     """
     have = {str(c) for c in capabilities}
     return [f"no {c.value}: {why}" for c, why in required.items() if c.value not in have]
+
+
+def why_not(scenario: Any, kind: Any, catalog: Any) -> list[str]:
+    """Why ``scenario`` cannot run against loader ``kind`` (icefloe's when None) on the stack's
+    ``catalog`` (empty: it can): what the catalog does not promise, then what the loader lacks."""
+    missing = catalog_limits(scenario, catalog)
+    if kind is not None:
+        missing += not_applicable(needs(scenario, catalog.kind), kind.capabilities)
+    return missing
 
 
 def catalog_limits(scenario: Any, catalog: Any) -> list[str]:

@@ -9,8 +9,6 @@ and a test fails when the page and the code part.
 
 from __future__ import annotations
 
-import dataclasses
-
 from icefloe.harness import docstrings
 from icefloe.harness.loaders.base import Capability
 from icefloe.harness.loaders.capabilities import needs
@@ -46,21 +44,7 @@ _KEYS = (
 """The description's keys, each with the `CommandSpec` field it sets."""
 
 
-def _cell(text: str) -> str:
-    return " ".join(str(text).split()).replace("|", "\\|")
-
-
-def _default(cls: type, name: str) -> str:
-    field = {f.name: f for f in dataclasses.fields(cls)}[name]
-    if field.default is not dataclasses.MISSING:
-        value = field.default
-    elif field.default_factory is not dataclasses.MISSING:
-        value = field.default_factory()
-    else:
-        return "required"
-    if isinstance(value, frozenset):
-        value = sorted(str(v) for v in value)
-    return "none" if value is None else f"`{value!r}`"
+_cell = docstrings.cell
 
 
 def markdown() -> str:
@@ -71,13 +55,15 @@ def markdown() -> str:
     for key, attr in _KEYS:
         default = {"command": "required", "name": "the file's name, without `.toml`"}.get(
             attr
-        ) or _default(CommandSpec, attr)
+        ) or docstrings.default(CommandSpec, attr)
         lines.append(f"| `{key}` | {_cell(default)} | {_cell(spec[attr])} |")
     observe = docstrings.attributes(ObserveSpec)
     lines += ["", "### `[observe]`", "", docstrings.markdown(ObserveSpec).split("\n\n")[0], ""]
     lines += ["| key | default | meaning |", "|---|---|---|"]
     for key in OBSERVE_KEYS:
-        lines.append(f"| `{key}` | {_default(ObserveSpec, key)} | {_cell(observe[key])} |")
+        lines.append(
+            f"| `{key}` | {docstrings.default(ObserveSpec, key)} | {_cell(observe[key])} |"
+        )
     headers = ", ".join(f"`{h}`" for h in LETTER_HEADERS)
     lines += ["", f"`[observe.dead_letter_headers]` keys: {headers}."]
     lines += ["", "### Placeholders", "", "| placeholder | what the kit puts there |", "|---|---|"]

@@ -9,7 +9,7 @@ test fails when the page and the code part). Nothing here is written by hand but
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, get_type_hints
+from typing import get_type_hints
 
 from icefloe.harness import docstrings
 from icefloe.harness.scenarios import checks as _registers_the_checkers  # noqa: F401
@@ -35,19 +35,8 @@ and line and the keys that are known there.
 """
 
 
-def _cell(text: str) -> str:
-    return " ".join(text.split()).replace("NoneType", "None").replace("|", "\\|")
-
-
+_cell = docstrings.cell
 _doc = docstrings.markdown
-
-
-def _default(f: dataclasses.Field[Any]) -> str:
-    if f.default is not dataclasses.MISSING:
-        return "none" if f.default is None else f"`{f.default!r}`"
-    if f.default_factory is not dataclasses.MISSING:
-        return f"`{f.default_factory()!r}`"
-    return "required"
 
 
 def _fields(cls: type) -> list[str]:
@@ -57,7 +46,8 @@ def _fields(cls: type) -> list[str]:
         return ["No parameters."]
     lines = ["| key | type | default |", "|---|---|---|"]
     for f in fields:
-        lines.append(f"| `{f.name}` | {_cell(describe_type(hints[f.name]))} | {_default(f)} |")
+        kind, default = _cell(describe_type(hints[f.name])), docstrings.default(cls, f.name)
+        lines.append(f"| `{f.name}` | {kind} | {default} |")
     return lines
 
 
