@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -18,8 +19,19 @@ from rich.progress import (
 )
 from rich.table import Table
 
-console = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+PIPE_WIDTH = 160
+"""The width written to a pipe or a file (a CI log, ``| grep``) when ``COLUMNS`` does not say:
+rich's own 80 would cut table cells and wrap paths. A terminal keeps its width."""
+
+
+def _width(stream: Any) -> int | None:
+    if os.environ.get("COLUMNS") or (hasattr(stream, "isatty") and stream.isatty()):
+        return None
+    return PIPE_WIDTH
+
+
+console = Console(stderr=True, highlight=False, width=_width(sys.stderr))
+out = Console(highlight=False, width=_width(sys.stdout))
 
 
 def say(message: str) -> None:

@@ -13,7 +13,9 @@ from __future__ import annotations
 import collections
 import datetime as dt
 import functools
+import itertools
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -239,6 +241,7 @@ class Publisher:
         rate: float | None = None,
         duration: float | None = None,
         ledger_path: str | Path | None = None,
+        stop: threading.Event | None = None,
     ) -> PublishResult:
         """Generate and publish a run.
 
@@ -247,6 +250,8 @@ class Publisher:
             rate: Messages per second; ``None`` for as fast as possible.
             duration: Stop after this many seconds (with ``count`` as a cap).
             ledger_path: Ledger file; defaults to a fresh file in ``ledger_dir``.
+            stop: Once set, no further message is sent (with ``count`` as a cap); what was
+                sent is flushed and in the ledger.
 
         Returns:
             The run's result.
@@ -261,8 +266,11 @@ class Publisher:
         if count is not None and count < 0:
             raise ValueError(f"count must be >= 0, got {count}")
         generation = self.config.generation.resolved()
+        messages: Iterable[Message] = generate(generation, count)
+        if stop is not None:
+            messages = itertools.takewhile(lambda _: not stop.is_set(), messages)
         return self.publish_messages(
-            generate(generation, count),
+            messages,
             rate=rate,
             duration=duration,
             total=count,

@@ -106,7 +106,10 @@ def _doctor(args: argparse.Namespace) -> int:
         say(f"[{colour}]{f.state:8}[/] {f.area:5} {escape(f.name)}: {escape(f.detail)}{fix}")
     wrong = doctor.problems(found)
     if wrong:
-        say(f"[red]{len(wrong)} problem(s)[/]: " + "; ".join(f"{f.name}: {f.fix}" for f in wrong))
+        say(
+            f"[red]{len(wrong)} problem(s)[/]: "
+            + escape("; ".join(f"{f.name}: {f.fix}" for f in wrong))
+        )
         return 1
     say("nothing missing: `icefloe up` starts the stack")
     return 0

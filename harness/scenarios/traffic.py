@@ -117,6 +117,7 @@ class Phase:
         thread: The background thread, if it runs in one.
         error: Why it failed, if it did.
         done: Finished (its ledger is complete).
+        stop: Set to end it before its count (``Traffic.end``).
     """
 
     name: str
@@ -126,6 +127,7 @@ class Phase:
     thread: threading.Thread | None = None
     error: str | None = None
     done: bool = False
+    stop: threading.Event = field(default_factory=threading.Event)
 
     @property
     def prefix(self) -> str:
@@ -213,6 +215,7 @@ class Traffic:
                     rate=workload.rate,
                     duration=workload.duration_s,
                     ledger_path=phase.ledger_path,
+                    stop=phase.stop,
                 )
                 self.history.record(
                     "publish",
@@ -238,6 +241,19 @@ class Traffic:
         else:
             work()
         return phase
+
+    def end(self, name: str | None = None) -> list[str]:
+        """End background phases (all, or the one named) that still publish, and wait for
+        their ledgers; return the names of those it ended."""
+        ended = []
+        for phase in list(self.phases.values()):
+            if phase.thread is None or (name is not None and phase.name != name):
+                continue
+            if not phase.done:
+                phase.stop.set()
+                ended.append(phase.name)
+            phase.thread.join()
+        return ended
 
     def wait(self, name: str | None = None, timeout_s: float | None = None) -> None:
         """Wait for background phases (all, or the one named) to finish."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import Any
 
 from icefloe.harness import doctor
 from icefloe.harness.provision.layout import Layout
@@ -59,3 +60,22 @@ def test_a_taken_port_is_in_use_unless_the_stack_holds_it(tmp_path: Path) -> Non
     assert held.state == doctor.OK
     free = next(f for f in doctor.findings(config) if f.name == f"trino_port {port}")
     assert free.state == doctor.OK
+
+
+def test_the_summary_of_problems_keeps_the_settings_table_it_names(
+    tmp_path: Path, monkeypatch: Any, capfd: Any
+) -> None:
+    from icefloe.harness.cli.main import main
+
+    port = _free_port()
+    monkeypatch.setenv("ICEFLOE_RUN_DIR", str(tmp_path / "run"))
+    monkeypatch.setenv("ICEFLOE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("ICEFLOE_STACK_TRINO_PORT", str(port))
+    monkeypatch.setenv("COLUMNS", "400")
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+        assert main(["doctor"]) == 1
+    summary = capfd.readouterr().err.split("problem(s):", 1)[1]
+    assert f"trino_port {port}" in summary
+    assert "under [stack] in icefloe.toml" in summary, summary

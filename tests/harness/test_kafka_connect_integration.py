@@ -20,6 +20,7 @@ import pytest
 from icefloe.harness import verify
 from icefloe.harness.loaders.base import LoaderTarget
 from icefloe.harness.loaders.kafka_connect import (
+    KIND_WORKER_SETTINGS,
     KafkaConnectKind,
     KafkaConnectSettings,
     KafkaConnectSink,
@@ -72,7 +73,11 @@ def test_the_sink_loads_every_row_and_loses_none_to_a_kill_9(
     table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory(partitions=2)
     ledgers = [_publish(stack, topic, tmp_path, seed=31, count=ROWS)]
     expected = verify.read_ledgers(ledgers)[0].valid_event_ids()
-    settings = KafkaConnectSettings(name=unique_name("kc"), table=table, topics=(topic,))
+    # The session timeout a run's sink gets (``KIND_WORKER_SETTINGS``): a restart after the
+    # kill -9 waits out the killed consumers' session, 10 s instead of Kafka's 45.
+    settings = KafkaConnectSettings(
+        name=unique_name("kc"), table=table, topics=(topic,), worker_extra=KIND_WORKER_SETTINGS
+    )
     sink = KafkaConnectSink(settings, stack, tmp_path / "connect")
 
     def rows() -> int:
@@ -112,7 +117,7 @@ def test_the_sink_loads_every_row_and_loses_none_to_a_kill_9(
         assert sink.kill() is not None
         assert not sink.is_running()
         restarted = time.monotonic()
-        sink.start()  # the new consumers wait out the killed ones' session (45 s)
+        sink.start()  # the new consumers wait out the killed ones' session (10 s)
         expected |= verify.read_ledgers(ledgers[1:])[0].valid_event_ids()
         _wait(all_of(expected), 240, "every row after the restart", sink)
         took = time.monotonic() - restarted

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,18 @@ def test_rate_and_duration(tmp_path: Path) -> None:
     assert 20 <= result.sent <= 40
     result = pub.publish(duration=0.2)
     assert result.sent > 1000
+
+
+def test_a_stop_ends_a_paced_publish_before_its_count_with_every_sent_message_in_the_ledger(
+    tmp_path: Path,
+) -> None:
+    pub, _ = publisher(tmp_path)
+    stop = threading.Event()
+    threading.Timer(0.3, stop.set).start()
+    result = pub.publish(10_000, rate=100, stop=stop)
+    assert 15 <= result.sent <= 45, result
+    ledger = Ledger.read(result.ledger_path)
+    assert len(ledger.entries) == result.sent
 
 
 def test_publish_one_and_explicit_ledger(tmp_path: Path) -> None:

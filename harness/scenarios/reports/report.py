@@ -2,7 +2,8 @@
 
 Each run gets a Markdown report (the scenario, its seed and replay command, its timeline picture
 (``timeline.png``, see ``harness.scenarios.reports.timeline``), the steps with timings, the
-faults per kind and each one's window, the reads that failed, each check's verdict, anomalies
+faults per kind and each one's window, where the run's time went
+(``harness.scenarios.reports.spent``), the reads that failed, each check's verdict, anomalies
 and numbers) next to its history. A set of runs gets one JUnit XML file, so CI shows each
 scenario as a test case.
 """
@@ -19,6 +20,7 @@ from icefloe.harness.history import select
 from icefloe.harness.scenarios.checks.facts.faults import injections
 from icefloe.harness.scenarios.checks.facts.reads import ledger_entries, read_errors
 from icefloe.harness.scenarios.model import SCENARIO_DIR
+from icefloe.harness.scenarios.reports.spent import spent
 from icefloe.harness.scenarios.reports.timeline import draw
 from icefloe.harness.scenarios.runner import RunResult
 
@@ -93,6 +95,7 @@ def markdown(result: RunResult) -> str:
     lines += [f"| {label} | {took:.1f} |" for label, took in result.step_times]
     history = result.history
     if history is not None:
+        lines += _time_split(result)
         windows = injections(history)
         kinds = Counter(name for name, _, _ in windows)
         if kinds:
@@ -132,6 +135,22 @@ def markdown(result: RunResult) -> str:
                 f"{d.get('malformed')} malformed, {d.get('failed')} failed) in {d.get('seconds')} s"
             )
     return "\n".join(lines) + "\n"
+
+
+def _time_split(result: RunResult) -> list[str]:
+    """The report's section on where the run's time went (``harness.scenarios.reports.spent``)."""
+    split = spent(result.history, result.elapsed_s) if result.history is not None else None
+    if split is None:
+        return []
+    lines = ["", "## Where the time went", "", "| part | whose | seconds |", "|---|---|---|"]
+    lines += [f"| {p.name} | {p.whose} | {p.seconds:.1f} |" for p in split.parts]
+    lines += [
+        "",
+        f"- {split.line()}",
+        f"- inside those: the loader's start-ups {split.loader_starts_s:.1f} s, "
+        f"some fault active {split.faults_s:.1f} s",
+    ]
+    return lines
 
 
 def write_markdown(result: RunResult) -> Path:
@@ -187,6 +206,9 @@ def summary_lines(results: Sequence[RunResult]) -> list[str]:
     for r in results:
         label = r.scenario.name + (f" --break {r.break_name}" if r.break_name else "")
         lines.append(f"{outcome(r):<24} {label:<40} {r.elapsed_s:6.1f} s  seed {r.seed}")
+        split = spent(r.history, r.elapsed_s) if r.history is not None else None
+        if split is not None:
+            lines.append(f"    {split.line()}")
         for c in r.checks:
             lines.append(f"    {c.verdict:<8} {c.check}: {c.summary}")
     total = sum(r.elapsed_s for r in results)

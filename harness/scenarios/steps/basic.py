@@ -110,6 +110,26 @@ def publish(run: Any, p: Publish) -> None:
 
 
 @dataclass(frozen=True)
+class EndPublish:
+    """``phase``: only this one (default: every background phase); ``after_s``: keep it
+    publishing this much longer first (the tail in which a loader the faults restarted loads
+    new messages)."""
+
+    phase: str | None = None
+    after_s: float = 10.0
+
+
+@step("end_publish", EndPublish)
+def end_publish(run: Any, p: EndPublish) -> None:
+    """End background publishes early, once what they had to outlast is over: a phase whose
+    ``count`` is the most it sends stops ``after_s`` from now (what it sent is in its ledger,
+    and the checks judge that). A phase already done is left as it is."""
+    time.sleep(p.after_s)
+    ended = run.traffic.end(p.phase)
+    run.history.record("info", "info", "end_publish", phases=ended, after_s=p.after_s)
+
+
+@dataclass(frozen=True)
 class AwaitPublish:
     """``phase``: only this one (default: every background phase)."""
 
