@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 import zipfile
@@ -18,10 +17,9 @@ from pathlib import Path
 
 import pytest
 
-import icefloe
 from icefloe.harness import resources
+from tests.wheel import CHECKOUT, build_wheel
 
-CHECKOUT = Path(icefloe.__file__).resolve().parents[1]
 SHIPPED = ("harness", "loader", "publisher")
 ALLOWED = {"harness/resources.py"}
 """The one module that may say where the kit lies (and the checkout, when it is one)."""
@@ -92,37 +90,9 @@ print(json.dumps({
 """
 
 
-def _copy_of_the_checkout(target: Path) -> Path:
-    """The checkout's files (committed or not, ignored ones left out), links kept as links: a
-    build here cannot pick up a file list left in the checkout by an earlier build."""
-    listed = (
-        subprocess.run(
-            ["git", "-C", str(CHECKOUT), "ls-files", "-z", "-co", "--exclude-standard"],
-            capture_output=True,
-            check=True,
-        )
-        .stdout.decode()
-        .split("\0")
-    )
-    for name in filter(None, listed):
-        origin = CHECKOUT / name
-        if not origin.exists() and not origin.is_symlink():
-            continue  # deleted, not yet committed
-        (target / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(origin, target / name, follow_symlinks=False)
-    return target
-
-
 @pytest.mark.integration  # builds a wheel: pip fetches setuptools from PyPI
 def test_a_wheel_imported_outside_the_checkout_finds_every_file_it_needs(tmp_path: Path) -> None:
-    source = _copy_of_the_checkout(tmp_path / "source")
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "dist"),
-         str(source)],
-        capture_output=True, text=True, check=False, cwd=tmp_path, timeout=600,
-    )  # fmt: skip
-    assert built.returncode == 0, built.stderr
-    (wheel,) = (tmp_path / "dist").glob("icefloe-*.whl")
+    wheel = build_wheel(tmp_path)
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     work = tmp_path / "work"

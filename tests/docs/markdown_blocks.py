@@ -105,10 +105,12 @@ def blocks(path: Path) -> list[Block]:
     return found
 
 
-def environment() -> dict[str, str]:
-    """The environment blocks run in: this one, with the virtualenv's bin first on PATH."""
+def environment(bin_dir: Path | None = None) -> dict[str, str]:
+    """The environment blocks run in: this one, with a virtualenv's bin first on PATH (this
+    interpreter's, unless ``bin_dir`` names another)."""
     env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    first = bin_dir or Path(sys.executable).parent
+    env["PATH"] = f"{first}{os.pathsep}{env.get('PATH', '')}"
     env.setdefault("TERM", "dumb")
     env["COLUMNS"] = "120"
     return env
@@ -129,11 +131,21 @@ class Runner:
     Args:
         log_dir: where the output of background blocks goes.
         timeout_s: the longest one block may take.
+        bin_dir: the virtualenv whose commands the blocks run (default: this interpreter's).
+        cwd: where the blocks start (default: the checkout).
     """
 
-    def __init__(self, log_dir: Path, timeout_s: float = 900.0) -> None:
+    def __init__(
+        self,
+        log_dir: Path,
+        timeout_s: float = 900.0,
+        bin_dir: Path | None = None,
+        cwd: Path = ROOT,
+    ) -> None:
         self.log_dir = log_dir
         self.timeout_s = timeout_s
+        self.bin_dir = bin_dir
+        self.cwd = cwd
         self.background: list[tuple[Block, subprocess.Popen[bytes], Path]] = []
 
     def run(self, block: Block) -> Outcome:
@@ -145,7 +157,8 @@ class Runner:
             log = self.log_dir / f"background-{len(self.background)}.log"
             with log.open("wb") as sink:
                 process = subprocess.Popen(
-                    argv, cwd=ROOT, env=environment(), stdout=sink, stderr=subprocess.STDOUT,
+                    argv, cwd=self.cwd, env=environment(self.bin_dir), stdout=sink,
+                    stderr=subprocess.STDOUT,
                     start_new_session=True,
                 )  # fmt: skip
             self.background.append((block, process, log))
@@ -155,8 +168,8 @@ class Runner:
             return Outcome(0, f"started in the background (pid {process.pid}), log {log}", 1.0)
         done = subprocess.run(
             argv,
-            cwd=ROOT,
-            env=environment(),
+            cwd=self.cwd,
+            env=environment(self.bin_dir),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             timeout=self.timeout_s,
