@@ -6,7 +6,8 @@ reproduce it), ``not applicable`` with the reason, ``not run`` (the time budget 
 ``error`` (the run itself failed). Anomalies keep their checks' names; :func:`category` sorts
 them into the classes the table sums up: lost (the loader's committed position passed rows it
 never wrote), pending (rows not loaded, the position before them), duplicated, misrouted,
-stalled, coerced. A message two checks of one run both found is counted once in its class.
+stalled, coerced, dropped (a value sent that the table holds as NULL). A message two checks
+of one run both found is counted once in its class.
 Rows that arrived only in a run's drain are shown as *late* beside the outcome; checks that
 cannot apply to a loader are listed with why, not counted.
 """
@@ -29,6 +30,7 @@ CATEGORIES = (
     "misrouted",
     "stalled",
     "coerced",
+    "dropped",
     "missing_files",
     "unhealed",
 )
@@ -47,6 +49,7 @@ _PREFIXES = {
     "misrouted": ("misrouted", "unexpected"),
     "stalled": ("stalled", "stale", "unexplained_exit"),
     "coerced": ("coerced",),
+    "dropped": ("dropped_value",),
 }
 _VALUE_CHECKS = ("values", "column_values", "values_match_ledger")
 """Checks whose ``wrong_value`` is a value the loader changed (coerced); elsewhere it is a

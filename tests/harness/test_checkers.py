@@ -331,7 +331,11 @@ def test_column_values_null_before_filled_after() -> None:
         "column_values", EMPTY, ledger, Observed(reads={"column:note": bad}, facts=facts), params
     )
     assert ok.ok
-    assert broken.anomalies["wrong_value"].count == 2
+    # id-1 holds a value it must not (changed); id-2 holds NULL for the 7 sent (dropped).
+    assert broken.anomalies["wrong_value"].count == 1
+    assert broken.anomalies["dropped_value"].examples == [
+        "id-2 (after): note=NULL, sent 7 (dropped)"
+    ]
 
 
 def test_column_values_on_an_empty_read_is_unknown() -> None:
@@ -428,7 +432,8 @@ def test_values_compares_columns_and_kafka_coordinates() -> None:
     bad = {"id-0": {"string": None, "floating": 1.5, "kafka_partition": 1, "kafka_offset": 6}}
     assert run_check("values", EMPTY, ledger, Observed(reads={"rows": good}, facts=facts)).ok
     broken = run_check("values", EMPTY, ledger, Observed(reads={"rows": bad}, facts=facts))
-    assert broken.anomalies["wrong_value"].count == 2
+    assert broken.anomalies["wrong_value"].examples == ["id-0: kafka_offset=6, expected 5"]
+    assert broken.anomalies["dropped_value"].examples == ["id-0: string=NULL, sent 'a' (dropped)"]
 
 
 def test_faults_exercised_counts_injections_commits_and_heals() -> None:

@@ -151,6 +151,16 @@ def test_a_wrong_value_is_named_with_what_was_expected() -> None:
     assert "id-2: xi0_r0=30, expected None" in examples
 
 
+def test_a_value_sent_that_reads_null_is_dropped_not_changed() -> None:
+    """The column added (04) left unfilled by a loader that kept the schema it started with."""
+    bad = {eid: dict(row) for eid, row in GOOD.items()}
+    bad["id-2"]["note"] = None  # sent 7 after the column was added
+    result = values(bad)
+    assert result.verdict == INVALID
+    assert "wrong_value" not in result.anomalies
+    assert result.anomalies["dropped_value"].examples == ["id-2: note=NULL, sent 7 (dropped)"]
+
+
 def test_a_large_integer_off_by_one_is_wrong() -> None:
     bad = {eid: dict(row) for eid, row in GOOD.items()}
     sent = {**SENT, "id-0": {**SENT["id-0"], "integer": 281507120}}

@@ -22,6 +22,7 @@ from icefloe.harness.scenarios.checks.verdict import (
 from icefloe.publisher.ledger import LedgerEntry
 
 __all__ = [
+    "DROPPED",
     "check_column_absent",
     "check_column_values",
     "check_compaction",
@@ -29,6 +30,10 @@ __all__ = [
     "check_values_match_ledger",
     "same_value",
 ]
+
+DROPPED = "dropped_value"
+"""A value sent that the table holds as NULL: the loader dropped it (a column it never wrote,
+a field it did not map), a class of its own beside ``wrong_value`` (a value changed)."""
 
 
 @checker(
@@ -47,7 +52,8 @@ def check_values(
     read compares nothing.
 
     Returns:
-        ``invalid`` with ``wrong_value``; ``unknown`` if no value could be compared.
+        ``invalid`` with ``wrong_value``, or ``dropped_value`` for a value sent that reads
+        NULL; ``unknown`` if no value could be compared.
     """
     expected: Mapping[str, Mapping[str, Any]] = observed.facts.get("expected_rows", {})
     rows: Mapping[str, Mapping[str, Any]] = observed.reads.get("rows", {})
@@ -67,7 +73,11 @@ def check_values(
         compared += bool(columns)
         for column in columns:
             values += 1
-            if not same_value(got[column], full[column], rel_tol=1e-12):
+            if got[column] is None and full[column] is not None:
+                found.add(
+                    DROPPED, f"{eid}: {column}=NULL, sent {full[column]!r} (dropped)", eid
+                )
+            elif not same_value(got[column], full[column], rel_tol=1e-12):
                 found.add(
                     "wrong_value",
                     f"{eid}: {column}={got[column]!r}, expected {full[column]!r}",
@@ -94,7 +104,8 @@ def check_column_values(
     """A column is NULL for rows of some publish phases and holds a value for others.
 
     Returns:
-        ``invalid`` with ``wrong_value``; ``unknown`` if a phase sent no valid rows, the
+        ``invalid`` with ``wrong_value``, or ``dropped_value`` for a filled phase's row that
+        reads NULL; ``unknown`` if a phase sent no valid rows, the
         column was not read, or no row of a phase was found in the read.
     """
     column = params["column"]
@@ -128,6 +139,12 @@ def check_column_values(
                     found.add(
                         "wrong_value",
                         f"{eid} ({phase}): {column}={got!r}, expected NULL",
+                        key=f"{eid}:{column}",
+                    )
+                elif not want_null and got is None and params["value"] is not None:
+                    found.add(
+                        DROPPED,
+                        f"{eid} ({phase}): {column}=NULL, sent {params['value']!r} (dropped)",
                         key=f"{eid}:{column}",
                     )
                 elif not want_null and got != params["value"]:
@@ -206,7 +223,8 @@ def check_values_match_ledger(
 
     Returns:
         ``invalid`` with ``wrong_value`` (the row, the column, the value read and the ones
-        expected); ``unknown`` when the values were not read or no row could be compared.
+        expected), or ``dropped_value`` where it reads NULL and NULL was none of them;
+        ``unknown`` when the values were not read or no row could be compared.
     """
     rows: Mapping[str, Mapping[str, Any]] = observed.reads.get("row_values") or {}
     sent: Mapping[str, Mapping[str, Any]] = observed.facts.get("sent_rows") or {}
@@ -241,6 +259,13 @@ def check_values_match_ledger(
             either += len(wants) > 1
             if not any(same_value(got.get(column), w) for w in wants):
                 expected = " or ".join(repr(w) for w in wants)
+                if got.get(column) is None:  # every value it could hold was sent, none kept
+                    found.add(
+                        DROPPED,
+                        f"{eid}: {column}=NULL, sent {expected} (dropped)",
+                        key=f"{eid}:{column}",
+                    )
+                    continue
                 found.add(
                     "wrong_value",
                     f"{eid}: {column}={got.get(column)!r}, expected {expected}",

@@ -62,6 +62,7 @@ def test_the_table_names_each_finding_with_its_seed_file_and_replay() -> None:
     assert "exactly_once: lost x4" in text and "--seed 7" in text
     assert table.category("duplicated_dead_letter") == "duplicated"
     assert table.category("wrong_value", "values") == "coerced"
+    assert table.category("dropped_value", "column_values") == "dropped"
     # A value two checks found changed is one coerced message, not two findings.
     assert table.category("wrong_value", "values_match_ledger") == "coerced"
     both = []
