@@ -74,9 +74,7 @@ def check_values(
         for column in columns:
             values += 1
             if got[column] is None and full[column] is not None:
-                found.add(
-                    DROPPED, f"{eid}: {column}=NULL, sent {full[column]!r} (dropped)", eid
-                )
+                found.add(DROPPED, f"{eid}: {column}=NULL, sent {full[column]!r} (dropped)", eid)
             elif not same_value(got[column], full[column], rel_tol=1e-12):
                 found.add(
                     "wrong_value",
