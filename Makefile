@@ -9,7 +9,7 @@ PYTEST_ARGS ?=
 # The slowest tests of a run on the stack, listed at its end (where CI time goes).
 DURATIONS ?= --durations=40 --durations-min=15
 
-.PHONY: help venv early-minio provision up down status demo test test-unit test-glue soak lint format bench clean clean-cache \
+.PHONY: help venv early-minio provision up down status demo test test-unit test-glue record-breaks soak lint format bench clean clean-cache \
 	container-engine images compose-up compose-down test-containers
 
 help: ## list the targets
@@ -60,6 +60,13 @@ test-glue: provision ## on a Glue-compatible catalog: the loader's Glue tests, s
 		tests/loader/test_glue_integration.py tests/scenarios/test_scenarios.py \
 		-k "not test_scenario or $(GLUE_SCENARIOS)" $(DURATIONS) $(PYTEST_ARGS)
 
+# Every loader break of the scenarios, live, each caught run kept as the break's recording
+# (tests/scenarios/recorded/, which the unit tests judge again): after a change to what a run
+# records, or to a break.
+record-breaks: provision ## run every scenario break live and keep each caught run as its recording
+	ICEFLOE_RECORD_BREAKS=1 $(BIN)/pytest -m scenario tests/scenarios/test_breaks_ci.py \
+		-k the_cheapest_form $(PYTEST_ARGS)
+
 test-unit: venv ## fast tests only: no services
 	$(BIN)/pytest -m "not integration and not scenario and not slow" $(PYTEST_ARGS)
 
@@ -81,9 +88,9 @@ compose-down: ## stop and remove the compose stack's containers (state stays in 
 
 CONTAINER_SCENARIOS ?= exactly_once_kill9 or malformed_dead_letter or add_column or drop_column
 # What depends on the backend: the container tests, the stack's and the publisher's integration
-# tests, the loader's end-to-end tests, the state machine and four scenarios. The loader's crash
-# and fencing tests exercise the loader alone, and the small bench only times what the other
-# tests already run: they run in the local leg only.
+# tests, the loader's end-to-end tests and four scenarios. The loader's crash and fencing tests
+# and its state machine exercise the loader alone, the storage checks' tests the checkers, and
+# the small bench only times what the other tests already run: they run in the local leg only.
 CONTAINER_TESTS ?= tests/containers tests/harness tests/publisher \
 	tests/loader/test_loader_integration.py tests/scenarios
 # What talks to the stack only through its endpoints, the same on either backend, runs in the
@@ -91,8 +98,7 @@ CONTAINER_TESTS ?= tests/containers tests/harness tests/publisher \
 # Kafka Connect sink, a user's own loader (the pyiceberg example), the breaks, and the catalogs
 # under test (local processes beside the stack, on its object store).
 LOCAL_ONLY ?= breaks_ci or catalogproxy or kafka_connect or toxiproxy or user_loader or spark_sink \
-	or position_kinds \
-	or catalog_checks
+	or position_kinds or catalog_checks or storage_checks or loader_machine
 test-containers: images ## the backend-dependent tests and scenarios 01 02 04 05 on containers
 	$(BIN)/pytest --backend containers -m "(integration or scenario) and not slow" \
 		-k "((not test_scenario and not test_generated and not test_maintenance and not test_bench) or $(CONTAINER_SCENARIOS)) and not ($(LOCAL_ONLY))" $(CONTAINER_TESTS) $(DURATIONS) $(PYTEST_ARGS)

@@ -378,22 +378,14 @@ def _applies(scenario: Any, kind: Any, catalog: Any) -> bool:
 def check_runs(run_dirs: list[Path]) -> int:
     """Recompute each run's verdicts from its history and ledgers; 0 when all pass again."""
     from icefloe.harness.scenarios.checks.verdict import summarize
-    from icefloe.harness.scenarios.runner import judge, saved_run
+    from icefloe.harness.scenarios.runner import demonstrated, judge, saved_run
 
     passed = True
     for run_dir in run_dirs:
         scenario, history, brk, seed = saved_run(run_dir)
         results = judge(scenario, history, run_dir, brk)
         verdict = summarize(results) if results else "unknown"
-        ok = (
-            verdict == "valid"
-            if brk is None
-            else any(
-                r.check == scenario.breaks[brk].expect_check
-                and scenario.breaks[brk].expect_anomaly in r.anomalies
-                for r in results
-            )
-        )
+        ok = verdict == "valid" if brk is None else demonstrated(scenario, brk, results)
         passed = passed and ok
         label = scenario.name + (f" --break {brk}" if brk else "")
         say(f"[bold]{'PASS' if ok else 'FAIL'}[/] {label} (seed {seed}): {verdict}, from {run_dir}")

@@ -171,6 +171,12 @@ class ObserveSpec:
         commit_interval_s: How often it commits while it has rows (the kit's waits follow it).
         partition_discovery_s: How late it may see partitions added to its topic (the drain
             after the topic grew waits that much longer); None: at its next commit.
+        drain_s: How long after a disturbance (a start, a heal, the last publish) it may take
+            to load what it had in hand, and how long after its committed position passed a
+            row it may still write it: the kit waits that long for missing rows before it
+            calls them lost. None: 30 s (a start) and five commit intervals, or 60 s without
+            ``commit_interval_s``. Declare less only for a loader whose own start is quick and
+            that writes what it read within that time.
         halt_pattern: A regular expression with the named groups ``topic``, ``partition`` and
             ``offset``, matching how its log names the message it stopped at.
         dead_letter_headers: The headers its dead letters carry, by what they say: ``topic``,
@@ -189,6 +195,7 @@ class ObserveSpec:
     checkpoint: str | None = None
     commit_interval_s: float | None = None
     partition_discovery_s: float | None = None
+    drain_s: float | None = None
     halt_pattern: str | None = None
     dead_letter_headers: Mapping[str, str] | None = None
     refuses: tuple[str, ...] = ()
@@ -224,6 +231,8 @@ class ObserveSpec:
             raise SpecError(
                 f"[observe] commit_interval_s: {self.commit_interval_s}, expected seconds > 0"
             )
+        if self.drain_s is not None and not self.drain_s > 0:
+            raise SpecError(f"[observe] drain_s: {self.drain_s}, expected seconds > 0")
         if self.partition_discovery_s is not None and not self.partition_discovery_s >= 0:
             raise SpecError(
                 f"[observe] partition_discovery_s: {self.partition_discovery_s}, expected "
@@ -244,8 +253,8 @@ class ObserveSpec:
 
 OBSERVE_KEYS = (
     "commit_key", "position", "position_key", "consumer_group", "checkpoint",
-    "commit_interval_s", "partition_discovery_s", "halt_pattern", "dead_letter_headers",
-    "refuses",
+    "commit_interval_s", "partition_discovery_s", "drain_s", "halt_pattern",
+    "dead_letter_headers", "refuses",
 )  # fmt: skip
 LETTER_HEADERS = ("topic", "partition", "offset", "reason")
 """What ``[observe.dead_letter_headers]`` names: the source message's coordinates, and why."""
@@ -267,7 +276,7 @@ def _observe(table: object) -> ObserveSpec:
             raise SpecError(f"[observe] {key}: {value!r}, expected a string")
         texts[key] = value
     seconds = {}
-    for key in ("commit_interval_s", "partition_discovery_s"):
+    for key in ("commit_interval_s", "partition_discovery_s", "drain_s"):
         value = table.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
             raise SpecError(f"[observe] {key}: {value!r}, expected seconds")
@@ -299,6 +308,7 @@ def _observe(table: object) -> ObserveSpec:
         checkpoint=texts["checkpoint"],
         commit_interval_s=None if interval is None else float(interval),
         partition_discovery_s=None if discovery is None else float(discovery),
+        drain_s=None if seconds["drain_s"] is None else float(seconds["drain_s"]),
         halt_pattern=texts["halt_pattern"],
     )
 
@@ -783,11 +793,14 @@ class CommandKind:
         return self.spec.settle_s
 
     def observer(self, target: LoaderTarget) -> Observer:
-        """What ``[observe]`` declares, and nothing more. Its drain, with a commit interval
-        declared, allows a start and a few commits (as icefloe's own: 30 s + 5 intervals);
-        without one, the kit's default."""
+        """What ``[observe]`` declares, and nothing more. Its drain is the one it declares;
+        else, with a commit interval declared, a start and a few commits (as icefloe's own:
+        30 s + 5 intervals); without one, the kit's default."""
         observe = self.spec.observe
         interval = observe.commit_interval_s
+        drain_s = observe.drain_s
+        if drain_s is None:
+            drain_s = 30.0 + 5 * interval if interval is not None else Observer.drain_s
         return Observer(
             kind=self.name,
             commit_key=observe.commit_key,
@@ -796,7 +809,7 @@ class CommandKind:
             consumer_group=consumer_group(self.spec, target),
             checkpoint_dir=checkpoint_dir(self.spec, target),
             cadence_s=interval,
-            drain_s=30.0 + 5 * interval if interval is not None else Observer.drain_s,
+            drain_s=drain_s,
             discovery_s=observe.partition_discovery_s or 0.0,
             halt_pattern=observe.halt_pattern,
             refuses=observe.refuses,

@@ -150,15 +150,19 @@ class RunResult:
 
     @property
     def break_demonstrated(self) -> bool:
-        if self.break_name is None:
-            return False
-        brk = self.scenario.breaks[self.break_name]
-        return any(
-            r.check == brk.expect_check
-            and r.verdict == INVALID
-            and brk.expect_anomaly in r.anomalies
-            for r in self.checks
+        return self.break_name is not None and demonstrated(
+            self.scenario, self.break_name, self.checks
         )
+
+
+def demonstrated(scenario: Scenario, break_name: str, checks: list[CheckResult]) -> bool:
+    """Whether ``checks`` (a run under ``break_name``, live or judged again) show the break: its
+    expected check invalid with its expected anomaly."""
+    brk = scenario.breaks[break_name]
+    return any(
+        r.check == brk.expect_check and r.verdict == INVALID and brk.expect_anomaly in r.anomalies
+        for r in checks
+    )
 
 
 def mutate(found: Observed, mutation: str) -> Observed:

@@ -78,6 +78,12 @@ _EVIDENCE = {
     "checkpoint": "the checkpoint's committed batch",
 }
 
+TOY_DRAIN_S = 10.0
+"""The toy's declared drain (``[observe] drain_s``): it starts in about two seconds and writes
+a batch within 1.5 s of committing its position, so a row behind its position for 10 s is one it
+dropped; the kit's default for a loader declaring only its commit interval (30 s + 5 intervals)
+would hold each losing run about 30 s longer to show the same."""
+
 SCENARIO = {
     "title": "A steady publish, no fault",
     "description": "600 messages at 100/s into a topic of two partitions.",
@@ -113,7 +119,10 @@ def toy(folder: Path, position: str, lose_every: int) -> Path:
         f'group_id = "${{loader_id}}"\ncheckpoint = "${{state_dir}}/checkpoint"\n'
         f"lose_every = {lose_every}\n'''\n\n[env]",
     )
-    text = head + "[observe]\n" + _OBSERVE[position] + "\n" + "\n".join(kept) + "\n"
+    text = (
+        head + "[observe]\n" + _OBSERVE[position] + "\n" + f"drain_s = {TOY_DRAIN_S}\n"
+        + "\n".join(kept) + "\n"
+    )  # fmt: skip
     (folder / "loader.toml").write_text(text, encoding="utf-8")
     return folder / "loader.toml"
 

@@ -222,12 +222,12 @@ PROFILES: dict[str, Profile] = {
     "ci": Profile(
         "ci",
         {
-            "loader": Lane((11, 13), (6, 20), _CI_LOADER_KINDS),
-            "infra": Lane((4, 6), (15, 40), _INFRA_KINDS),
-            "maintenance": Lane((5, 7), (15, 35), _MAINTENANCE_KINDS),
-            "schema": Lane((6, 8), (10, 25), ("schema",)),
-            "topic": Lane((1, 1), (30, 120), ("add_partitions",)),
-            "traffic": Lane((14, 18), (4, 12), _TRAFFIC_KINDS),
+            "loader": Lane((11, 13), (4, 12), _CI_LOADER_KINDS),
+            "infra": Lane((4, 6), (10, 24), _INFRA_KINDS),
+            "maintenance": Lane((5, 7), (8, 20), _MAINTENANCE_KINDS),
+            "schema": Lane((6, 8), (6, 15), ("schema",)),
+            "topic": Lane((1, 1), (20, 80), ("add_partitions",)),
+            "traffic": Lane((14, 18), (3, 7), _TRAFFIC_KINDS),
         },
         min_faults=40,
         min_loader_kills=10,
