@@ -45,10 +45,17 @@ status: venv ## pid, ports, health and memory of each service
 demo: provision ## bring the stack up and walk through it
 	$(BIN)/icefloe demo --no-provision
 
+# The test targets run on one stack in two parts (tests/streams.py): what uses only topics,
+# tables and loaders of its own on STREAMS pytest workers at once, then what strikes the shared
+# stack (a service killed or paused, Toxiproxy: marked `exclusive`) alone. STREAMS=1: one at a
+# time.
+STREAMS ?= 2
+STREAMED := $(BIN)/python -m tests.streams --streams $(STREAMS)
+
 # On the REST catalog, whichever catalog a running stack was brought up with (`make test-glue`
 # runs on Glue).
 test: provision ## unit, integration and scenario tests on the real stack
-	ICEFLOE_STACK_CATALOG=rest $(BIN)/pytest -m "not slow" $(DURATIONS) $(PYTEST_ARGS)
+	ICEFLOE_STACK_CATALOG=rest $(STREAMED) -m "not slow" -- $(DURATIONS) $(PYTEST_ARGS)
 
 GLUE_SCENARIOS ?= lost_commit_answers or catalog_frozen
 # On a stack whose catalog is Glue-compatible (`[stack] catalog = "glue"`: Trino's lake, the
@@ -56,7 +63,7 @@ GLUE_SCENARIOS ?= lost_commit_answers or catalog_frozen
 # right after a commit, the fence against a zombie) and scenarios 16 and 18. Every scenario
 # passes there by hand (docs/catalogs.md); 11 (a kill -9 of the catalog) does not apply.
 test-glue: provision ## on a Glue-compatible catalog: the loader's Glue tests, scenarios 16 and 18
-	ICEFLOE_STACK_CATALOG=glue $(BIN)/pytest -m "(integration or scenario) and not slow" \
+	ICEFLOE_STACK_CATALOG=glue $(STREAMED) -m "(integration or scenario) and not slow" -- \
 		tests/loader/test_glue_integration.py tests/scenarios/test_scenarios.py \
 		-k "not test_scenario or $(GLUE_SCENARIOS)" $(DURATIONS) $(PYTEST_ARGS)
 
@@ -100,7 +107,7 @@ CONTAINER_TESTS ?= tests/containers tests/harness tests/publisher \
 LOCAL_ONLY ?= breaks_ci or catalogproxy or kafka_connect or toxiproxy or user_loader or spark_sink \
 	or position_kinds or catalog_checks or storage_checks or loader_machine
 test-containers: images ## the backend-dependent tests and scenarios 01 02 04 05 on containers
-	$(BIN)/pytest --backend containers -m "(integration or scenario) and not slow" \
+	$(STREAMED) --backend containers -m "(integration or scenario) and not slow" -- \
 		-k "((not test_scenario and not test_generated and not test_maintenance and not test_bench) or $(CONTAINER_SCENARIOS)) and not ($(LOCAL_ONLY))" $(CONTAINER_TESTS) $(DURATIONS) $(PYTEST_ARGS)
 
 # actionlint checks this repository's workflow and the one users copy (examples/ci/); it is

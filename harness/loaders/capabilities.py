@@ -62,23 +62,10 @@ def fault_needs(kind: str, params: Any) -> dict[Capability, str]:
     return {}
 
 
-def _step_faults(step: Any) -> list[tuple[str, Any]]:
-    """The faults one step injects: (kind, params) of a ``fault``, a ``nemesis`` or each
-    event of a ``schedule``; none for other steps."""
-    params = step.params
-    if step.do == "fault":
-        return [(params.kind, params.params)]
-    if step.do == "nemesis":
-        return [(params.fault.kind, params.fault.params)]
-    if step.do == "schedule":
-        return [(event.kind, event.params) for event in params.events.faults]
-    return []
-
-
 def _step_needs(step: Any) -> dict[Capability, str]:
     params = step.params
     out: dict[Capability, str] = {}
-    for kind, fault_params in _step_faults(step):
+    for kind, fault_params in step.faults():
         out.update(fault_needs(kind, fault_params))
     if step.do == "restart_loader" and getattr(params, "fresh_checkpoint", False):
         out[Capability.SETTINGS] = "restart_loader fresh_checkpoint (icefloe's Spark checkpoint)"
@@ -171,7 +158,7 @@ def catalog_limits(scenario: Any, catalog: Any) -> list[str]:
         kind
         for step in scenario.steps
         if step.only_in_break is None
-        for kind, params in _step_faults(step)
+        for kind, params in step.faults()
         if kind == "kill_service" and getattr(params, "service", None) == "catalog"
     ]
     if not kills:

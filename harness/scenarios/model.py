@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from icefloe.harness.resources import kit_file
+from icefloe.harness.scenarios.faults import FAULTS, load_kinds
 from icefloe.harness.scenarios.loaders import LoaderOptions
 from icefloe.harness.scenarios.params import ParamError, parse_params
 from icefloe.harness.scenarios.steps import ParseContext, parse_step
@@ -131,6 +132,17 @@ class Step:
             return False
         return self.not_in_break is None or self.not_in_break != break_name
 
+    def faults(self) -> list[tuple[str, Any]]:
+        """The faults the step injects: (kind, params) of a ``fault``, a ``nemesis`` or each
+        event of a ``schedule``; none for other steps."""
+        if self.do == "fault":
+            return [(self.params.kind, self.params.params)]
+        if self.do == "nemesis":
+            return [(self.params.fault.kind, self.params.fault.params)]
+        if self.do == "schedule":
+            return [(event.kind, event.params) for event in self.params.events.faults]
+        return []
+
     @property
     def label(self) -> str:
         """``do``, with the phase or fault it is about."""
@@ -203,6 +215,18 @@ class Scenario:
     breaks: Mapping[str, Break] = field(default_factory=dict)
     path: Path | None = None
     doc: Mapping[str, Any] = field(default_factory=dict)
+
+    def needs_the_stack_alone(self, break_name: str | None = None) -> bool:
+        """Whether its timeline (under ``break_name``) injects a fault into what every run on
+        the stack shares (``FaultKind.shared``: a service, Toxiproxy's proxies), so that no
+        other run may share the stack with it."""
+        load_kinds()
+        return any(
+            FAULTS[kind].shared
+            for step in self.steps
+            if step.runs_in(break_name)
+            for kind, _ in step.faults()
+        )
 
     def with_break(self, name: str | None) -> LoaderOptions:
         """The loader settings under a break (the plain ones for ``None``)."""

@@ -8,8 +8,12 @@ a loader's metrics endpoint.
 
 from __future__ import annotations
 
+import os
 import socket
+import tempfile
+import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from icefloe.harness.waiting import poll
 
@@ -38,10 +42,36 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
     return True
 
 
+CLAIM_S = 120.0
+"""How long a port :func:`free_port` handed out stays claimed: time for its program to bind it."""
+CLAIMS = Path(tempfile.gettempdir()) / f"icefloe-ports-{os.getuid()}"
+"""Where the claims are kept, one empty file per port, shared by every process of the user."""
+
+
+def _claim(port: int) -> bool:
+    """Claim ``port`` for :data:`CLAIM_S`, unless another process (or this one) has just done so:
+    two callers asking at once (two tests starting a Kafka Connect worker each) get two ports,
+    where the free port alone would give both the same one before either binds it."""
+    CLAIMS.mkdir(parents=True, exist_ok=True)
+    path = CLAIMS / str(port)
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        return True
+    except FileExistsError:
+        try:
+            if time.time() - path.stat().st_mtime < CLAIM_S:
+                return False
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        return _claim(port)
+
+
 def free_port(first: int, host: str = "127.0.0.1") -> int:
-    """The first port from ``first`` on that nothing listens on."""
+    """The first port from ``first`` on that nothing listens on and no other caller claimed in
+    the last :data:`CLAIM_S`."""
     port = first
-    while not port_is_free(port, host):
+    while not (port_is_free(port, host) and _claim(port)):
         port += 1
     return port
 

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.containers]
+# It kills and pauses the stack's containers.
+pytestmark = [pytest.mark.integration, pytest.mark.containers, pytest.mark.exclusive]
 
 
 def _query(trino: Any, sql: str) -> list[Any]:

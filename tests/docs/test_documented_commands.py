@@ -83,7 +83,19 @@ def files(stack: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Fil
     state.close()
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[b.name for b in BLOCKS])
+_DISTURBS = re.compile(r"icefloe (kill|stop|restart|pause) (kafka|minio|catalog|trino)\b")
+"""A block that strikes one of the stack's services: it runs alone (``exclusive``)."""
+
+
+def _marks(block: Block) -> list[Any]:
+    """A block that strikes one of the stack's services runs alone, after the others; the rest
+    run on one worker, in order, with the workshop (``tests/schedule.py``)."""
+    return [pytest.mark.exclusive] if _DISTURBS.search(block.text) else []
+
+
+@pytest.mark.parametrize(
+    "block", [pytest.param(b, marks=_marks(b)) for b in BLOCKS], ids=[b.name for b in BLOCKS]
+)
 def test_documented_block_runs(block: Block, files: _Files) -> None:
     runner = files.runner_for(block)
     if block.mode == "skip":

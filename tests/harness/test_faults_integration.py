@@ -9,7 +9,7 @@ import pytest
 
 from tests.harness.sample_rows import SAMPLE_ROWS_SQL
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.exclusive]
 
 
 def _query(stack: Any, sql: str) -> list[Any]:

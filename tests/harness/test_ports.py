@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -101,3 +103,18 @@ def test_a_service_does_not_start_on_a_port_another_program_holds(
     with pytest.raises(PortTaken, match="ICEFLOE_STACK_TRINO_PORT"):
         service.start()
     assert not service.process.is_running()  # nothing was started to be answered for
+
+
+def test_two_callers_at_once_get_two_ports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from icefloe.harness.stack import ports
+
+    monkeypatch.setattr(ports, "CLAIMS", tmp_path / "claims")
+    first = ports.free_port(41000)
+    # Nothing listens on the first yet (its program has not bound it): still not handed out again.
+    assert ports.port_is_free(first)
+    second = ports.free_port(41000)
+    assert second != first
+    # A claim older than CLAIM_S is given up: its program never bound the port.
+    old = time.time() - ports.CLAIM_S - 1
+    os.utime(ports.CLAIMS / str(first), (old, old))
+    assert ports.free_port(41000) == first

@@ -21,7 +21,7 @@ from icefloe.harness.stack.kafka import Kafka
 from icefloe.harness.stack.ports import free_port
 from icefloe.harness.stack.toxiproxy import Toxic, Toxiproxy, proxy_specs
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.exclusive]  # Toxiproxy is the stack's
 
 LATENCY_MS = 800
 

@@ -45,7 +45,14 @@ def test_every_break_of_a_scenario_has_a_form_here() -> None:
 @pytest.mark.parametrize(
     ("name", "brk"),
     [
-        pytest.param(n, b, marks=() if (n, b) in LIVE else pytest.mark.slow)
+        pytest.param(
+            n,
+            b,
+            marks=[
+                *([] if (n, b) in LIVE else [pytest.mark.slow]),
+                *([pytest.mark.exclusive] if cheap(n, b).needs_the_stack_alone(b) else []),
+            ],
+        )
         for n, b in sorted(BREAKS)
     ],
     ids=[f"{n}-{b}" for n, b in sorted(BREAKS)],

@@ -21,7 +21,7 @@ from icefloe.harness.scenarios.generative.explore import explore
 from icefloe.harness.scenarios.generative.generate import PROFILES
 from icefloe.harness.scenarios.reports import report
 
-pytestmark = pytest.mark.scenario
+pytestmark = [pytest.mark.scenario, pytest.mark.exclusive]  # it kills and pauses services
 
 SEED = os.environ.get("ICEFLOE_GENERATED_SEED")
 

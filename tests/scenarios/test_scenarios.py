@@ -24,7 +24,14 @@ SCENARIOS = discover(profile=PROFILE)
 pytestmark = pytest.mark.scenario
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        pytest.param(s, marks=[pytest.mark.exclusive] if s.needs_the_stack_alone() else [])
+        for s in SCENARIOS
+    ],
+    ids=[s.name for s in SCENARIOS],
+)
 def test_scenario(scenario: Any, stack: Any) -> None:
     options = RunOptions(seed=int(SEED) if SEED else None, reports_dir=Path("reports"))
     result = run_scenario(scenario, stack, options)

@@ -86,6 +86,9 @@ class FaultKind:
         params: The dataclass of its parameters.
         build: Makes the fault from its parameters and the run's random source.
         doc: One line for listings.
+        shared: It strikes what every run on the stack shares (a service, Toxiproxy's
+            proxies), not only the run's own loader, topic and table: a run that injects it
+            must have the stack to itself.
     """
 
     name: str
@@ -93,17 +96,21 @@ class FaultKind:
     params: type
     build: Callable[[Any, random.Random], Fault]
     doc: str
+    shared: bool = False
 
 
 FAULTS: dict[str, FaultKind] = {}
 
 
-def fault_kind(name: str, lane: str, params: type) -> Callable[[type], type]:
-    """Register a fault class under ``name`` (its constructor takes ``(params, rng)``)."""
+def fault_kind(
+    name: str, lane: str, params: type, *, shared: bool = False
+) -> Callable[[type], type]:
+    """Register a fault class under ``name`` (its constructor takes ``(params, rng)``);
+    ``shared``: see :class:`FaultKind`."""
 
     def register(cls: type) -> type:
         doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else name
-        FAULTS[name] = FaultKind(name, lane, params, cls, doc)
+        FAULTS[name] = FaultKind(name, lane, params, cls, doc, shared)
         return cls
 
     return register

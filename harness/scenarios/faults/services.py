@@ -40,7 +40,7 @@ class KillServiceParams:
     start_attempts: int = 3
 
 
-@fault_kind("kill_service", "infra", KillServiceParams)
+@fault_kind("kill_service", "infra", KillServiceParams, shared=True)
 class KillService:
     """kill -9 a stack service (inject) and start it again (heal)."""
 
@@ -82,7 +82,7 @@ class PauseServiceParams:
     service: ServiceName
 
 
-@fault_kind("pause_service", "infra", PauseServiceParams)
+@fault_kind("pause_service", "infra", PauseServiceParams, shared=True)
 class PauseService:
     """SIGSTOP a service (inject) and SIGCONT it (heal): it holds its ports, answers nothing."""
 

@@ -114,7 +114,7 @@ class WireLatencyParams(WireParams):
     jitter_ms: int = 0
 
 
-@fault_kind("wire_latency", "infra", WireLatencyParams)
+@fault_kind("wire_latency", "infra", WireLatencyParams, shared=True)
 class WireLatency(_ToxicFault):
     """Delay the data through a proxy (latency and jitter)."""
 
@@ -133,7 +133,7 @@ class WireBandwidthParams(WireParams):
     rate_kb_s: int = 64
 
 
-@fault_kind("wire_bandwidth", "infra", WireBandwidthParams)
+@fault_kind("wire_bandwidth", "infra", WireBandwidthParams, shared=True)
 class WireBandwidth(_ToxicFault):
     """Throttle the data through a proxy."""
 
@@ -151,7 +151,7 @@ class WireResetPeerParams(WireParams):
     after_ms: int = 0
 
 
-@fault_kind("wire_reset_peer", "infra", WireResetPeerParams)
+@fault_kind("wire_reset_peer", "infra", WireResetPeerParams, shared=True)
 class WireResetPeer(_ToxicFault):
     """Reset connections through a proxy (TCP RST), open ones and new ones."""
 
@@ -170,7 +170,7 @@ class WireTimeoutParams(WireParams):
     close_after_ms: int = 0
 
 
-@fault_kind("wire_timeout", "infra", WireTimeoutParams)
+@fault_kind("wire_timeout", "infra", WireTimeoutParams, shared=True)
 class WireTimeout(_ToxicFault):
     """Black-hole a proxy: requests are accepted and never answered."""
 
@@ -191,7 +191,7 @@ class WireSlicerParams(WireParams):
     delay_us: int = 100
 
 
-@fault_kind("wire_slicer", "infra", WireSlicerParams)
+@fault_kind("wire_slicer", "infra", WireSlicerParams, shared=True)
 class WireSlicer(_ToxicFault):
     """Slice the data through a proxy into small, delayed pieces."""
 
@@ -210,7 +210,7 @@ class WireLimitDataParams(WireParams):
     bytes: int = 1024
 
 
-@fault_kind("wire_limit_data", "infra", WireLimitDataParams)
+@fault_kind("wire_limit_data", "infra", WireLimitDataParams, shared=True)
 class WireLimitData(_ToxicFault):
     """Cut connections through a proxy after so many bytes (an answer cut in the middle)."""
 
@@ -228,7 +228,7 @@ class WireDownParams:
     target: Target
 
 
-@fault_kind("wire_down", "infra", WireDownParams)
+@fault_kind("wire_down", "infra", WireDownParams, shared=True)
 class WireDown:
     """Disable a proxy (connections refused, open ones cut) and enable it again."""
 
