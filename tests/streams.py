@@ -53,6 +53,11 @@ def _pytest(markers: str, args: list[str], workers: int) -> int:
     return 0 if code == NO_TESTS else code
 
 
+def _icefloe(*argv: str) -> None:
+    print("+ icefloe", " ".join(argv), flush=True)
+    subprocess.run([sys.executable, "-m", "icefloe.harness.cli.main", *argv], check=True)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.streams", description=__doc__)
     parser.add_argument("--streams", type=int, default=2, help="pytest workers (default 2)")
@@ -60,16 +65,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("-m", dest="markers", default="not slow", help="marker expression")
     parser.add_argument("pytest_args", nargs="*")
     args = parser.parse_args(argv)
-    from icefloe.harness.stack.backends import make_stack, prepare
+    from icefloe.harness.stack.backends import make_stack
     from icefloe.harness.stack.config import load as load_config
 
     backend = args.backend or os.environ.get("ICEFLOE_BACKEND") or "local"
     extra = [f"--backend={backend}"] if args.backend else []
-    stack = make_stack(load_config(), backend)
+    config = load_config()
     started = False
-    if not stack.healthy():
-        prepare(stack)
-        stack.up()
+    if not make_stack(config, backend).healthy():
+        # Through the command line, in a process of its own: the services outlive it, and a
+        # service a test kills is no child of this process, left unreaped.
+        _icefloe("up", "--no-provision", f"--catalog={config.catalog}", f"--backend={backend}")
         started = True
     try:
         shared = _pytest(
@@ -82,7 +88,7 @@ def main(argv: list[str]) -> int:
         )
     finally:
         if started and os.environ.get("ICEFLOE_KEEP_STACK") != "1":
-            stack.down()
+            _icefloe("down", f"--backend={backend}")
     return shared or alone
 
 

@@ -34,6 +34,8 @@ from icefloe.publisher.producer import Publisher, PublisherConfig
 pytestmark = pytest.mark.integration
 
 ROWS = 20_000
+SEEK_BACK = "Seeking to last committed offsets"
+"""The sink's log line when a task re-reads from the offsets of its last Iceberg commit."""
 LATER_ROWS = 5_000
 
 
@@ -212,4 +214,9 @@ def test_what_the_converter_cannot_read_goes_to_the_dead_letter_topic(
     )
     verdict = verify.compare_dead_letters(letters, ledger, observer)
     assert verdict.expected > 0 and verdict.complete, verdict
-    assert verdict.letters == verdict.expected, verdict
+    # Each once, unless the sink sought back to its committed offsets (a task's partitions moved
+    # while the two tasks joined the group: "Seeking to last committed offsets"): the records it
+    # reads again pass Connect's converter again, and its letters are sent again. The rows are
+    # not (their files were never committed); the letters, produced at once, are.
+    sought_back = SEEK_BACK in sink.log_file.read_text(encoding="utf-8", errors="replace")
+    assert verdict.letters == verdict.expected or sought_back, verdict
