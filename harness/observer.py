@@ -207,6 +207,9 @@ class Observer:
             waits this much longer after a topic grew).
         halt_pattern: A regular expression of its log naming the message it stopped at, with
             the named groups ``topic``, ``partition`` and ``offset``.
+        restart_pattern: A regular expression of its log marking a failure it recovered from
+            inside its own process (a Flink job's restart): what an exit shows for a loader that
+            fails by exiting, counted the same way (``loader_steady``).
         exit_codes: What its exit codes mean: ``not_owner`` (it stepped down for another
             loader), ``stalled`` (it gave up waiting on a service).
         process_key: A summary key naming the process (a token per start) that committed.
@@ -234,6 +237,7 @@ class Observer:
     drain_s: float = 60.0
     discovery_s: float = 0.0
     halt_pattern: str | None = None
+    restart_pattern: str | None = None
     exit_codes: Mapping[str, int] = field(default_factory=dict)
     process_key: str | None = None
     claim_key: str | None = None
@@ -256,6 +260,8 @@ class Observer:
             missing = set(HALT_GROUPS) - set(re.compile(self.halt_pattern).groupindex)
             if missing:
                 raise ValueError(f"halt_pattern lacks the named groups {sorted(missing)}")
+        if self.restart_pattern is not None:
+            re.compile(self.restart_pattern)
         unknown = set(self.letter_headers or {}) - set(LETTER_FIELDS)
         if unknown:
             raise ValueError(f"letter_headers: unknown fields {sorted(unknown)}")

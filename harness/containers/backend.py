@@ -295,6 +295,7 @@ class ContainerStack(Stack):
         self.credentials: S3Credentials = load_or_create(self.config.run_dir)
         self.engine = Engine(self.config.run_dir)
         self.project = project_name(self.config.run_dir)
+        self.own_containers = f"{self.project}_"
         specs = container_specs(self.config, self.credentials, str(self.config.kafka_port))
         self.kafka = KafkaContainer(self.config, self.credentials)
         self.minio = MinioContainer(self.config, self.credentials)

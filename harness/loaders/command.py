@@ -179,6 +179,9 @@ class ObserveSpec:
             that writes what it read within that time.
         halt_pattern: A regular expression with the named groups ``topic``, ``partition`` and
             ``offset``, matching how its log names the message it stopped at.
+        restart_pattern: A regular expression matching a line its log writes when it recovers
+            from a failure inside its own process instead of exiting (a Flink job's restart):
+            each match counts as a failure of the loader, as an exit of its own would.
         dead_letter_headers: The headers its dead letters carry, by what they say: ``topic``,
             ``partition``, ``offset`` (the source message) and ``reason`` (None: the kit cannot
             read its dead letters, and checks of them do not apply).
@@ -197,6 +200,7 @@ class ObserveSpec:
     partition_discovery_s: float | None = None
     drain_s: float | None = None
     halt_pattern: str | None = None
+    restart_pattern: str | None = None
     dead_letter_headers: Mapping[str, str] | None = None
     refuses: tuple[str, ...] = ()
 
@@ -249,11 +253,16 @@ class ObserveSpec:
                     f"[observe] halt_pattern: no named group(s) {missing} "
                     "(write (?P<topic>...), (?P<partition>...), (?P<offset>...))"
                 )
+        if self.restart_pattern is not None:
+            try:
+                re.compile(self.restart_pattern)
+            except re.error as exc:
+                raise SpecError(f"[observe] restart_pattern: does not compile: {exc}") from exc
 
 
 OBSERVE_KEYS = (
     "commit_key", "position", "position_key", "consumer_group", "checkpoint",
-    "commit_interval_s", "partition_discovery_s", "drain_s", "halt_pattern",
+    "commit_interval_s", "partition_discovery_s", "drain_s", "halt_pattern", "restart_pattern",
     "dead_letter_headers", "refuses",
 )  # fmt: skip
 LETTER_HEADERS = ("topic", "partition", "offset", "reason")
@@ -269,7 +278,8 @@ def _observe(table: object) -> ObserveSpec:
         raise SpecError(f"[observe]: unknown key(s) {unknown}; known: {list(OBSERVE_KEYS)}")
     texts = {}
     for key in (
-        "commit_key", "position", "position_key", "consumer_group", "checkpoint", "halt_pattern"
+        "commit_key", "position", "position_key", "consumer_group", "checkpoint", "halt_pattern",
+        "restart_pattern",
     ):  # fmt: skip
         value = table.get(key)
         if value is not None and not isinstance(value, str):
@@ -310,6 +320,7 @@ def _observe(table: object) -> ObserveSpec:
         partition_discovery_s=None if discovery is None else float(discovery),
         drain_s=None if seconds["drain_s"] is None else float(seconds["drain_s"]),
         halt_pattern=texts["halt_pattern"],
+        restart_pattern=texts["restart_pattern"],
     )
 
 
@@ -812,6 +823,7 @@ class CommandKind:
             drain_s=drain_s,
             discovery_s=observe.partition_discovery_s or 0.0,
             halt_pattern=observe.halt_pattern,
+            restart_pattern=observe.restart_pattern,
             refuses=observe.refuses,
             letter_headers=(
                 {k: (v,) for k, v in observe.dead_letter_headers.items()}

@@ -333,16 +333,27 @@ class LoaderControl:
 
     def record_log_facts(self) -> None:
         """Count what each loader's log says of its own state (its observer's ``log_facts``)
-        and record it (``info``/``log_facts``): evidence beside the verdicts."""
+        and record it (``info``/``log_facts``): evidence beside the verdicts. Each failure it
+        recovered from inside its process (its ``restart_pattern``) is recorded too
+        (``loader``/``restarted``, with the line), a fact ``loader_steady`` judges."""
         patterns = self._observer.log_facts
-        if not patterns:
+        restart = self._observer.restart_pattern
+        if not patterns and restart is None:
             return
         for loader in [*self.retired, self.current]:
             text = loader.log_since(0)
-            counts = {name: len(re.findall(rx, text)) for name, rx in patterns.items()}
-            self.history.record(
-                "info", "info", "log_facts", loader_id=loader.loader_id, counts=counts
-            )
+            if patterns:
+                counts = {name: len(re.findall(rx, text)) for name, rx in patterns.items()}
+                self.history.record(
+                    "info", "info", "log_facts", loader_id=loader.loader_id, counts=counts
+                )
+            if restart is None:
+                continue
+            for line in text.splitlines():
+                if re.search(restart, line):
+                    self.history.record(
+                        "loader", "info", "restarted", loader_id=loader.loader_id, line=line[-300:]
+                    )
 
     def settle_s(self) -> float:
         """How long to wait after the last expected row is visible (the kind's measure)."""

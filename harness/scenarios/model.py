@@ -26,6 +26,7 @@ from typing import Any
 from icefloe.harness.resources import kit_file
 from icefloe.harness.scenarios.faults import FAULTS, load_kinds
 from icefloe.harness.scenarios.loaders import LoaderOptions
+from icefloe.harness.scenarios.mutations import MUTATIONS
 from icefloe.harness.scenarios.params import ParamError, parse_params
 from icefloe.harness.scenarios.steps import ParseContext, parse_step
 from icefloe.harness.scenarios.traffic import Workload
@@ -59,7 +60,7 @@ KNOWN_KEYS: dict[str, tuple[str, ...]] = {
     "table": ("extra_columns",),
     "profiles.*": ("vars",),
     "breaks.*": ("description", "loader", "mutate", "expect"),
-    "breaks.*.expect": ("check", "anomaly"),
+    "breaks.*.expect": ("check", "anomaly", "verdict"),
     "found": ("seed", "faults", "anomalies", "failed_checks", "error", "run"),
 }
 """The keys a scenario file may hold, by table (``*``: any name); any other is refused, so a
@@ -166,10 +167,13 @@ class Break:
         name: The break's name (``--break NAME``).
         description: What is broken, for reports and docs.
         loader: Loader setting overrides (names and types of ``[loader]``).
-        mutate: A named mutation of what was read back before checking
-            (``harness.scenarios.runner.mutate``).
-        expect_check: The check that must turn invalid.
-        expect_anomaly: The anomaly it must name.
+        mutate: A named mutation of what was read back or recorded before checking
+            (``harness.scenarios.mutations``).
+        expect_check: The check that must turn invalid (or unknown).
+        expect_anomaly: The anomaly it must name (None with ``expect_verdict`` unknown).
+        expect_verdict: ``invalid`` (with the anomaly), or ``unknown`` for a premise (a check
+            that says whether the run proved anything: ``faults_exercised``) that must say the
+            run proved nothing.
     """
 
     name: str
@@ -177,7 +181,13 @@ class Break:
     loader: Mapping[str, Any]
     mutate: str | None
     expect_check: str
-    expect_anomaly: str
+    expect_anomaly: str | None
+    expect_verdict: str = "invalid"
+
+    @property
+    def expected(self) -> str:
+        """What must be reported, in words: ``exactly_once: duplicated``."""
+        return f"{self.expect_check}: {self.expect_anomaly or self.expect_verdict}"
 
 
 @dataclass(frozen=True)
@@ -322,8 +332,19 @@ def parse(
     breaks = {}
     for bname, raw in doc.get("breaks", {}).items():
         expect = raw.get("expect", {})
-        if "check" not in expect or "anomaly" not in expect:
-            raise ScenarioError(f"{name}: break {bname}: expect needs check and anomaly")
+        verdict = expect.get("verdict", "invalid")
+        if "check" not in expect or ("anomaly" in expect) != (verdict == "invalid"):
+            raise ScenarioError(
+                f"{name}: break {bname}: expect needs check and anomaly, or check and "
+                'verdict = "unknown"'
+            )
+        if verdict not in ("invalid", "unknown"):
+            raise ScenarioError(f"{name}: break {bname}: expect verdict {verdict!r}")
+        if raw.get("mutate") is not None and raw["mutate"] not in MUTATIONS:
+            raise ScenarioError(
+                f"{name}: break {bname}: unknown mutation {raw['mutate']!r}; one of "
+                f"{sorted(MUTATIONS)}"
+            )
         overrides = sub(raw.get("loader", {}), f"break {bname}")
         try:
             loader.updated(overrides, f"{name}: break {bname}")
@@ -335,7 +356,8 @@ def parse(
             overrides,
             raw.get("mutate"),
             expect["check"],
-            expect["anomaly"],
+            expect.get("anomaly"),
+            verdict,
         )
     for step in steps:
         for named in (step.only_in_break, step.not_in_break):

@@ -17,6 +17,7 @@ from icefloe.harness.scenarios import model
 from icefloe.harness.scenarios.checks.verdict import CHECKERS, PARAMS
 from icefloe.harness.scenarios.faults import FAULTS
 from icefloe.harness.scenarios.faults import load_kinds as load_fault_kinds
+from icefloe.harness.scenarios.mutations import MUTATIONS
 from icefloe.harness.scenarios.params import describe_type
 from icefloe.harness.scenarios.steps import STEPS
 from icefloe.harness.scenarios.steps import load_kinds as load_step_kinds
@@ -116,8 +117,25 @@ def _checks() -> list[str]:
     return lines
 
 
+def _mutations() -> list[str]:
+    lines = [
+        '## Mutations (`[breaks.NAME] mutate = "..."`)',
+        "",
+        "A break may change what the run read back or recorded instead of the loader, and then "
+        'names the check that must turn invalid with an anomaly (`expect = { check = "...", '
+        'anomaly = "..." }`), or, for a check that only says whether the run proved anything, '
+        'that must say it proved nothing (`expect = { check = "...", verdict = "unknown" }`).',
+        "",
+        "| mutation | what it changes |",
+        "|---|---|",
+    ]
+    for name, mutation in sorted(MUTATIONS.items()):
+        lines.append(f"| `{name}` | {_cell(mutation.doc)} |")
+    return lines
+
+
 def markdown() -> str:
     """The whole reference page."""
-    sections = (_top_level(), _workload(), _steps(), _faults(), _checks())
+    sections = (_top_level(), _workload(), _steps(), _faults(), _checks(), _mutations())
     parts = [_HEAD, *("\n".join(section) for section in sections)]
     return "\n\n".join(parts).rstrip() + "\n"

@@ -24,12 +24,17 @@ from pathlib import Path
 from typing import Any
 
 from icefloe.harness.history import Event, History
-from icefloe.harness.observer import WAP_ID_KEY, summary_of
+from icefloe.harness.scenarios import mutations
 from icefloe.harness.scenarios.checks import storage
-from icefloe.harness.scenarios.checks.facts.commits import main_commits, recorded_snapshots
-from icefloe.harness.scenarios.checks.facts.reads import Observed, ledger_entries
+from icefloe.harness.scenarios.checks.facts.reads import ledger_entries
 from icefloe.harness.scenarios.checks.liveness import DEFAULT_BOUND_S
-from icefloe.harness.scenarios.checks.verdict import INVALID, CheckResult, run_check, summarize
+from icefloe.harness.scenarios.checks.verdict import (
+    INVALID,
+    UNKNOWN,
+    CheckResult,
+    run_check,
+    summarize,
+)
 from icefloe.harness.scenarios.engine import Run, RunSetup
 from icefloe.harness.scenarios.gather.observed import (
     REFERENCE_VALUE_COLUMNS,
@@ -45,8 +50,8 @@ from icefloe.harness.stack.tables import quote
 __all__ = [
     "RunOptions",
     "RunResult",
+    "demonstrated",
     "judge",
-    "mutate",
     "read_for_checks",
     "record_checks",
     "run_scenario",
@@ -157,92 +162,17 @@ class RunResult:
 
 def demonstrated(scenario: Scenario, break_name: str, checks: list[CheckResult]) -> bool:
     """Whether ``checks`` (a run under ``break_name``, live or judged again) show the break: its
-    expected check invalid with its expected anomaly."""
+    expected check invalid with its expected anomaly, or unknown where the break expects a
+    premise to say the run proved nothing."""
     brk = scenario.breaks[break_name]
-    return any(
-        r.check == brk.expect_check and r.verdict == INVALID and brk.expect_anomaly in r.anomalies
-        for r in checks
-    )
-
-
-def mutate(found: Observed, mutation: str) -> Observed:
-    """Break what was read back on purpose, to show a checker notices.
-
-    Args:
-        found: The real readings.
-        mutation: ``drop_dead_letters`` (lose the first dead letter of each error kind),
-            ``duplicate_dead_letters`` (read the first dead letter of each error kind twice,
-            as if the same loader had sent it again), ``duplicate_rows`` (count the first ten
-            ids twice), ``change_values`` (add one to an integer of the first five rows read
-            for ``values_match_ledger``). The history's own mutations
-            (:data:`HISTORY_MUTATIONS`) leave the readings as they are.
-
-    Returns:
-        The mutated readings.
-
-    Raises:
-        ValueError: For an unknown mutation.
-    """
-    if mutation in ("drop_dead_letters", "duplicate_dead_letters"):
-        kinds: dict[str, int] = {}  # error kind (or reason) -> index of its first letter
-        for i, letter in enumerate(found.dead_letters):
-            kinds.setdefault(letter.kind or letter.reason or "", i)
-        firsts = set(kinds.values())
-        if mutation == "drop_dead_letters":
-            kept = [d for i, d in enumerate(found.dead_letters) if i not in firsts]
-        else:
-            kept = [*found.dead_letters, *(found.dead_letters[i] for i in sorted(firsts))]
-        return dataclasses.replace(found, dead_letters=kept)
-    if mutation == "change_values":
-        rows = {eid: dict(v) for eid, v in found.reads.get("row_values", {}).items()}
-        for values in list(rows.values())[:5]:
-            for column, value in values.items():
-                if isinstance(value, int) and not isinstance(value, bool):
-                    values[column] = value + 1
-                    break
-        return dataclasses.replace(found, reads={**found.reads, "row_values": rows})
-    if mutation == "duplicate_rows":
-        counts = dict(found.table_counts)
-        for eid in list(counts)[:10]:
-            counts[eid] += 1
-        return dataclasses.replace(found, table_counts=counts)
-    if mutation in HISTORY_MUTATIONS:
-        return found
-    raise ValueError(f"unknown mutation {mutation!r}")
-
-
-HISTORY_MUTATIONS = ("forget_exit_causes", "take_table_back")
-"""Mutations of the recorded history rather than of what was read back."""
-
-
-def mutate_history(history: History, mutation: str) -> History:
-    """Break the recorded history on purpose, to show a checker of it notices.
-
-    ``forget_exit_causes`` takes out what explains each loader exit: the harness's own mark on
-    an exit it caused (``expected``) and the loader's trace of the kills that fired in it
-    (``loader``/``fault_landed``). Every exit then looks like one no fault caused, which
-    ``loader_exits_explained`` must report.
-
-    ``take_table_back`` adds, after the newest commit read, a take-over by the process that
-    took the table over first, as a thawed zombie that claimed the table again after its
-    successor would make it: ``one_owner`` must report it (``taken_back``) once another
-    process has taken the table over in between.
-
-    Any other mutation leaves the history as it is.
-    """
-    if mutation == "take_table_back":
-        return _take_table_back(history)
-    if mutation != "forget_exit_causes":
-        return history
-    kept = []
-    for e in history.events:
-        if e.kind == "loader" and e.name == "fault_landed":
+    for r in checks:
+        if r.check != brk.expect_check:
             continue
-        data = dict(e.data)
-        if e.kind == "loader" and e.name == "exit":
-            data.pop("expected", None)
-        kept.append((e.time, e.kind, e.phase, e.name, data))
-    return History.of(kept)
+        if brk.expect_verdict == UNKNOWN and r.verdict == UNKNOWN:
+            return True
+        if r.verdict == INVALID and brk.expect_anomaly in r.anomalies:
+            return True
+    return False
 
 
 def judge(
@@ -263,8 +193,7 @@ def judge(
     found = observed(history, run_dir, ledger, [(c.check, c.params) for c in scenario.checks])
     brk = scenario.breaks.get(break_name) if break_name else None
     if brk is not None and brk.mutate:
-        found = mutate(found, brk.mutate)
-        history = mutate_history(history, brk.mutate)
+        found, history = mutations.apply(brk.mutate, found, history, ledger)
     return [run_check(c.check, history, ledger, found, c.params) for c in scenario.checks]
 
 
@@ -440,24 +369,3 @@ def run_scenario(scenario: Scenario, stack: Any, options: RunOptions | None = No
         The result; a step that raises is reported in ``error`` (the checks are not run then).
     """
     return _ScenarioRun(scenario, stack, options or RunOptions()).execute()
-
-
-def _take_table_back(history: History) -> History:
-    commits = main_commits(history.events)
-    claims = [c for c in commits if c["claim"] and c["process"]]
-    if not commits or not claims:
-        return history
-    newest = commits[-1]
-    recorded = recorded_snapshots(history.events)[int(claims[0]["snapshot"])]
-    summary = {k: v for k, v in summary_of(recorded).items() if k != WAP_ID_KEY}
-    again = {
-        **recorded,
-        "snapshot": max(int(c["snapshot"]) for c in commits) + 1,
-        "parent": newest["snapshot"],
-        "time": float(newest["time"]) + 1.0,
-        "summary": summary,
-    }
-    events = [(e.time, e.kind, e.phase, e.name, e.data) for e in history.events]
-    when = events[-1][0] if events else 0.0
-    events.append((when, "read", "ok", "commits", {"values": [again]}))
-    return History.of(events)

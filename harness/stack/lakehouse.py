@@ -24,6 +24,7 @@ from icefloe.harness.stack.credentials import S3Credentials, load_or_create
 from icefloe.harness.stack.glue import Glue
 from icefloe.harness.stack.kafka import Kafka
 from icefloe.harness.stack.minio import Minio
+from icefloe.harness.stack.ports import PortTaken, published_by_containers
 from icefloe.harness.stack.service import LocalService, ServiceStatus
 from icefloe.harness.stack.toxiproxy import Toxiproxy
 from icefloe.harness.stack.trino import Trino
@@ -109,6 +110,7 @@ class Stack:
             toxiproxy = self.optional_services().get("toxiproxy")  # none in containers
             if toxiproxy is not None and toxiproxy.process.is_running():
                 toxiproxy.stop()
+        self.refuse_foreign_containers()
         self.config.run_dir.mkdir(parents=True, exist_ok=True)
         (self.config.run_dir / CATALOG_RECORD).write_text(self.config.catalog + "\n")
         with ThreadPoolExecutor(max_workers=4) as pool:
@@ -119,6 +121,30 @@ class Stack:
         total = time.monotonic() - started
         say(f"stack up in {total:.1f} s (run directory {self.config.run_dir})")
         return total
+
+    own_containers: str | None = None
+    """The prefix of this stack's own containers' names (the container backend's project)."""
+
+    def refuse_foreign_containers(self) -> None:
+        """Raise PortTaken if a container other than this stack's own publishes a port of a
+        service that is not running: a container stack left up (another run directory's, or
+        one whose run was cut short) would take every connection meant for that service.
+        """
+        idle = [s for s in self.services.values() if not s.process.is_running()]
+        ports = [p for s in idle for p in s.ports]
+        held = {
+            port: name
+            for port, name in published_by_containers(ports, self.config.host).items()
+            if not (self.own_containers and name.startswith(self.own_containers))
+        }
+        if held:
+            listed = ", ".join(f"{self.config.host}:{p} ({n})" for p, n in sorted(held.items()))
+            raise PortTaken(
+                f"a container publishes a port this stack needs: {listed}. Stop that container "
+                "stack (`icefloe down --backend containers` with its run directory, or remove "
+                "the containers), or give this stack other ports: "
+                + self.config.port_settings(tuple(held))
+            )
 
     def down(self) -> None:
         """Stop every service: Toxiproxy if it runs, Trino, the catalog, then Kafka and MinIO."""

@@ -9,7 +9,10 @@ a loader's metrics endpoint.
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import socket
+import subprocess
 import tempfile
 import time
 from collections.abc import Sequence
@@ -40,6 +43,44 @@ def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
         except OSError:
             return False
     return True
+
+
+_PUBLISHED = re.compile(r"(?:\[?([0-9a-fA-F.:]*?)\]?:)?(\d+)(?:-(\d+))?->")
+"""One published range in a container engine's ``Ports`` column: ``127.0.0.1:9000-9001->...``."""
+
+
+def published_by_containers(ports: Sequence[int], host: str = "127.0.0.1") -> dict[int, str]:
+    """Which of ``ports`` a running container publishes on ``host``, by the container's name.
+
+    A published port need not be a listener on the host: rootful podman forwards it in the
+    kernel's NAT table, so :func:`port_is_free` binds it, yet every connection to it goes to
+    the container (to nothing, if the container's network is gone). Asked of each container
+    engine on the ``PATH``; none installed, or none answering in 10 s, is nothing published.
+    """
+    found: dict[int, str] = {}
+    wanted = set(ports)
+    for engine in ("podman", "docker"):
+        if shutil.which(engine) is None:
+            continue
+        try:
+            listing = subprocess.run(
+                [engine, "ps", "--format", "{{.Names}}\t{{.Ports}}"],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=True,
+            ).stdout
+        except (OSError, subprocess.SubprocessError):
+            continue
+        for line in listing.splitlines():
+            name, _, published = line.partition("\t")
+            for ip, first, last in _PUBLISHED.findall(published):
+                if ip not in ("", "0.0.0.0", "::", host):
+                    continue
+                for port in range(int(first), int(last or first) + 1):
+                    if port in wanted:
+                        found.setdefault(port, name.strip())
+    return found
 
 
 CLAIM_S = 120.0

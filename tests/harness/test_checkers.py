@@ -371,6 +371,17 @@ def test_loader_steady_flags_unplanned_exits_only() -> None:
     assert run_check("loader_steady", h, [], Observed()).anomalies["loader_error"].count == 1
 
 
+def test_loader_steady_counts_a_restart_inside_the_process_as_an_exit() -> None:
+    """A loader that recovers inside its process (a Flink job's restart) never exits: the line
+    its kind declares for it is the failure."""
+    started = (0.5, "loader", "ok", "start", {"pid": 1})
+    line = "Job insert-into (ab12) switched from state RUNNING to RESTARTING."
+    h = history(started, (2.0, "loader", "info", "restarted", {"line": line}))
+    result = run_check("loader_steady", h, [], Observed())
+    assert result.verdict == INVALID and result.anomalies["loader_error"].count == 1
+    assert line in result.anomalies["loader_error"].examples[0]
+
+
 def test_compaction() -> None:
     def read(files_after: int, rows_after: list[int]) -> Observed:
         before = {"files": 40, "rows": [10, 10]}

@@ -9,7 +9,7 @@ from icefloe.harness.history import History
 from icefloe.harness.scenarios.checks.facts.faults import fault_windows
 from icefloe.harness.scenarios.checks.facts.reads import Observed
 from icefloe.harness.scenarios.checks.verdict import INVALID, UNKNOWN, VALID, run_check
-from icefloe.harness.scenarios.runner import mutate_history
+from icefloe.harness.scenarios.mutations import apply
 
 CHECK = "loader_exits_explained"
 
@@ -72,10 +72,10 @@ def test_the_forget_exit_causes_break_leaves_the_same_exits_unexplained() -> Non
     events = [_start(), _exit(5.0, -9, expected=True), _landed(9.0, pid=8), _exit(9.5, -9, pid=8)]
     history = History.of(events)
     assert run_check(CHECK, history, [], Observed(), {}).verdict == VALID
-    broken = mutate_history(history, "forget_exit_causes")
+    broken = apply("forget_exit_causes", Observed(), history, [])[1]
     result = run_check(CHECK, broken, [], Observed(), {})
     assert result.verdict == INVALID and result.anomalies["unexplained_exit"].count == 2
-    assert mutate_history(history, "change_values") is history
+    assert apply("change_values", Observed(), history, [])[1] is history
 
 
 def test_a_crash_no_fault_caused_fails_the_run_and_keeps_its_log() -> None:

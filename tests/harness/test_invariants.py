@@ -348,13 +348,16 @@ def test_read_errors_are_counted_and_named() -> None:
     assert never.verdict == UNKNOWN and "1 reads failed" in never.summary
 
 
-# -- the breaks' mutations (``runner.mutate``, ``runner.mutate_history``) -------------------
+# -- the breaks' mutations (``harness.scenarios.mutations``) --------------------------------
 
 
 def test_the_take_table_back_break_makes_a_valid_history_fail_one_owner() -> None:
     """After a take-over by a second process, the first one's take-over again is ``taken_back``;
     with one process only, nobody's hold ended and the mutation cannot be seen."""
-    from icefloe.harness.scenarios.runner import mutate_history
+    from icefloe.harness.scenarios.mutations import apply
+
+    def mutate_history(history: Any, mutation: str) -> Any:
+        return apply(mutation, Observed(), history, [])[1]
 
     history = hist(
         commits(commit(1, "p1", claim=True), commit(2, "p1", staged=True)),
@@ -368,7 +371,10 @@ def test_the_take_table_back_break_makes_a_valid_history_fail_one_owner() -> Non
 
 
 def test_the_duplicate_dead_letters_break_makes_a_valid_read_fail_both_letter_checks() -> None:
-    from icefloe.harness.scenarios.runner import mutate
+    from icefloe.harness.scenarios.mutations import apply
+
+    def mutate(observed: Observed, mutation: str) -> Observed:
+        return apply(mutation, observed, history, LEDGER)[0]
 
     history = hist(("read", "ok", "dead_letters", {"values": [letter(3)]}))
     observed = Observed({}, dead_letters(history))

@@ -13,7 +13,13 @@ import pytest
 
 from icefloe.harness.stack.config import StackConfig
 from icefloe.harness.stack.credentials import S3Credentials
-from icefloe.harness.stack.ports import PortTaken, await_free, free_port, port_is_free
+from icefloe.harness.stack.ports import (
+    PortTaken,
+    await_free,
+    free_port,
+    port_is_free,
+    published_by_containers,
+)
 from icefloe.harness.stack.readiness import PortOpen, Readiness
 from icefloe.harness.stack.service import LocalService
 from icefloe.loader.secret import Secret
@@ -118,3 +124,44 @@ def test_two_callers_at_once_get_two_ports(tmp_path: Path, monkeypatch: pytest.M
     old = time.time() - ports.CLAIM_S - 1
     os.utime(ports.CLAIMS / str(first), (old, old))
     assert ports.free_port(41000) == first
+
+
+@pytest.fixture
+def engine_listing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A container engine on the PATH whose ``ps`` prints the file this fixture yields."""
+    listing = tmp_path / "ps.txt"
+    listing.write_text("")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "podman"
+    script.write_text(f"#!/bin/sh\ncat {listing}\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}/usr/bin{os.pathsep}/bin")
+    yield listing
+
+
+def test_a_port_a_container_publishes_is_named_with_the_container(engine_listing: Path) -> None:
+    engine_listing.write_text(
+        "icefloe-1a_minio_1\t127.0.0.1:9000-9001->9000-9001/tcp\n"
+        "other\t0.0.0.0:8080->80/tcp, :::8080->80/tcp\n"
+        "elsewhere\t10.0.0.5:9092->9092/tcp\n"
+        "quiet\t\n"
+    )
+    found = published_by_containers([8080, 9001, 9092, 8181])
+    assert found == {9001: "icefloe-1a_minio_1", 8080: "other"}
+
+
+def test_a_stack_refuses_to_start_where_a_foreign_container_publishes_its_port(
+    engine_listing: Path, tmp_path: Path
+) -> None:
+    from icefloe.harness.stack.lakehouse import Stack
+
+    config = StackConfig(run_dir=tmp_path / "run", cache_dir=tmp_path / "cache")
+    stack = Stack(config)
+    engine_listing.write_text(f"icefloe-1a_trino_1\t127.0.0.1:{config.trino_port}->8080/tcp\n")
+    with pytest.raises(PortTaken, match=rf"{config.trino_port} \(icefloe-1a_trino_1\)"):
+        stack.refuse_foreign_containers()
+    stack.own_containers = "icefloe-1a_"  # its own containers are no obstacle
+    stack.refuse_foreign_containers()
+    engine_listing.write_text("")
+    Stack(config).refuse_foreign_containers()

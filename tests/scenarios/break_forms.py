@@ -14,10 +14,12 @@ in one of two places:
   checker that stops it from seeing the anomaly fails in seconds. Every break, live ones
   included, has a recording. ``make record-breaks`` runs every break live and writes them anew.
 
-A break that mutates what a run read back or recorded (``mutate``) needs no run of its own: it
-is judged on the history of its scenario's loader break (:data:`JUDGED_AGAIN`), and must report
-its anomaly more often than the verdict on that history without the mutation, so what it shows
-is the mutation's doing and not the other break's.
+A break that mutates what a run read back or recorded (``mutate``,
+``harness.scenarios.mutations``) needs no run of its own: it is judged on a recorded run of its
+scenario (:data:`JUDGED_AGAIN`), a loader break's or a plain run's (:data:`PLAIN_RUNS`), and must
+report its anomaly more often than the verdict on that run without the mutation (a premise: say
+the run proved nothing, where without the mutation it did), so what it shows is the mutation's
+doing. A plain run's recording must itself pass today's checks.
 
 A break's run can prove more than the check its scenario file names: :data:`ALSO` lists further
 checks that must report an anomaly in the same run (the thawed, unfenced zombie's batch is both
@@ -29,7 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from icefloe.harness.scenarios.model import find
-from icefloe.harness.scenarios.runner import CheckResult
+from icefloe.harness.scenarios.runner import CheckResult, demonstrated
 
 BREAKS: dict[tuple[str, str], dict[str, Any]] = {
     # One commit, a self-kill right after it, a restart: 300 messages are a batch or two.
@@ -58,12 +60,38 @@ LIVE: frozenset[tuple[str, str]] = frozenset(
 )
 """The loader breaks every CI run plays on the stack (the others: ``pytest -m slow``)."""
 
+PLAIN = "plain"
+"""The recording of a plain run (no break) of a scenario, in place of a break's name."""
+
+PLAIN_RUNS: tuple[str, ...] = (
+    "03_no_dead_letter_topic",
+    "05_drop_column",
+    "07_compaction",
+    "08_snapshot_expiry",
+    "09_broker_outage",
+    "12_scale_out",
+    "13_freshness",
+    "14_json_tweaks",
+)
+"""Scenarios with a recording of a plain, passing run, whose mutation breaks are judged on it."""
+
 JUDGED_AGAIN: dict[tuple[str, str], tuple[str, ...]] = {
     ("01_exactly_once_kill9", "no_guard"): ("forgotten_kills",),
     ("02_malformed_dead_letter", "size_limit"): ("lost_letters", "twice_sent"),
+    ("04_add_column", "wrong_values"): ("unwritten_column", "crashed"),
     ("15_zombie_writer", "no_fencing"): ("taken_back",),
+    ("16_lost_commit_answers", "blind_retry"): ("faults_missed",),
+    ("03_no_dead_letter_topic", PLAIN): ("went_on",),
+    ("05_drop_column", PLAIN): ("column_kept",),
+    ("07_compaction", PLAIN): ("not_compacted",),
+    ("08_snapshot_expiry", PLAIN): ("nothing_expired",),
+    ("09_broker_outage", PLAIN): ("no_fault",),
+    ("12_scale_out", PLAIN): ("partition_unread",),
+    ("13_freshness", PLAIN): ("fell_behind",),
+    ("14_json_tweaks", PLAIN): ("wrong_values",),
 }
-"""The mutation breaks judged again on the history of a loader break of their scenario."""
+"""The mutation breaks, each judged on a recorded run of its scenario: a loader break's (whose
+own mutation, if it has one, is the base it must beat) or a plain run's."""
 
 ALSO: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
     ("15_zombie_writer", "no_fencing"): (("one_owner", "two_writers"),),
@@ -73,8 +101,9 @@ ALSO: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
 
 
 def cheap(name: str, brk: str) -> Any:
-    """The scenario ``name`` with its ``[vars]`` overridden for ``brk``, profile ``ci``."""
-    return find(name, variables=BREAKS[(name, brk)])
+    """The scenario ``name`` with its ``[vars]`` overridden for ``brk``, profile ``ci`` (a
+    plain run's: as the file says)."""
+    return find(name, variables=BREAKS.get((name, brk)))
 
 
 def count(checks: list[CheckResult], check: str, anomaly: str) -> int:
@@ -97,6 +126,11 @@ def judged_again(
     ``base`` (``mutated``: the same history judged under the mutation), if anything."""
     expected = scenario.breaks[mutation]
     assert expected.mutate, f"{mutation} is not a mutation"
+    if expected.expect_anomaly is None:  # a premise must say the run proved nothing
+        if demonstrated(scenario, mutation, mutated) and not demonstrated(scenario, mutation, base):
+            return None
+        verdicts = [(r.verdict, m.verdict) for r in base for m in mutated if r.check == m.check]
+        return f"{mutation}: {expected.expected} not reported (before, after: {verdicts})"
     before = count(base, expected.expect_check, expected.expect_anomaly)
     after = count(mutated, expected.expect_check, expected.expect_anomaly)
     if after > before:
@@ -105,3 +139,14 @@ def judged_again(
         f"{mutation}: {expected.expect_check} reported {after} {expected.expect_anomaly} "
         f"(without the mutation: {before})"
     )
+
+
+SEEN_FAILING_LIVE: dict[str, str] = {
+    "no_file_added_twice": "tests/harness/test_storage_checks_integration.py",
+    "files_exist": "tests/harness/test_storage_checks_integration.py",
+    "staged_snapshots_bounded": "tests/harness/test_storage_checks_integration.py",
+    "liveness": "tests/harness/test_storage_checks_integration.py",
+}
+"""Checkers a scenario uses that no break of a scenario file breaks, each with the test that
+shows it failing on the stack: a writer of the test's own that commits a data file twice,
+deletes one from storage, stages snapshots it never publishes, or freezes after a heal."""

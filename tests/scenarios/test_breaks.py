@@ -32,6 +32,5 @@ def test_break_is_caught(scenario: Any, brk: str, stack: Any) -> None:
     details = "\n".join(report.summary_lines([result]))
     assert result.error is None, f"{result.error}\nreport: {path}"
     assert result.break_demonstrated, (
-        f"{expected.expect_check} did not report {expected.expect_anomaly}\n{details}\n"
-        f"replay: {report.replay_command(result)}"
+        f"{expected.expected} not reported\n{details}\nreplay: {report.replay_command(result)}"
     )

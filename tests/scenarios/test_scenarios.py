@@ -16,8 +16,11 @@ import pytest
 from icefloe.harness.scenarios.model import discover
 from icefloe.harness.scenarios.reports import report
 from icefloe.harness.scenarios.runner import RunOptions, run_scenario
+from tests.scenarios import recorded_runs
+from tests.scenarios.break_forms import PLAIN, PLAIN_RUNS
 
 PROFILE = os.environ.get("ICEFLOE_SCENARIO_PROFILE", "ci")
+RECORD = os.environ.get("ICEFLOE_RECORD_BREAKS") == "1"  # make record-breaks: tests/scenarios
 SEED = os.environ.get("ICEFLOE_SCENARIO_SEED")
 SCENARIOS = discover(profile=PROFILE)
 
@@ -41,3 +44,5 @@ def test_scenario(scenario: Any, stack: Any) -> None:
         stack.up()
     details = "\n".join(report.summary_lines([result]))
     assert result.passed, f"{details}\nreplay: {report.replay_command(result)}\nreport: {path}"
+    if RECORD and scenario.name in PLAIN_RUNS and PROFILE == "ci":
+        print(f"recorded: {recorded_runs.save(result.run_dir, scenario.name, PLAIN, {})}")

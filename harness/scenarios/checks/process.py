@@ -64,11 +64,13 @@ __all__ = [
 def check_loader_steady(
     history: History, ledger: Sequence[LedgerEntry], observed: Observed, params: Mapping[str, Any]
 ) -> CheckResult:
-    """The loader never exited on its own (kills and stops by the harness do not count).
+    """The loader never failed on its own: no exit it was not asked for (kills and stops by the
+    harness do not count), and no failure it recovered from inside its process (a line of its
+    log its kind declares a restart: ``Observer.restart_pattern``).
 
     Returns:
-        ``invalid`` with ``loader_error`` for each unplanned exit; ``unknown`` when the loader
-        never started.
+        ``invalid`` with ``loader_error`` for each unplanned exit and each restart inside the
+        process; ``unknown`` when the loader never started.
     """
     found = Found()
     for e in select(history, "loader", "exit"):
@@ -77,6 +79,8 @@ def check_loader_steady(
                 "loader_error",
                 f"exit code {e.data.get('code')}: {e.data.get('message', '')[-300:]}",
             )
+    for e in select(history, "loader", "restarted"):
+        found.add("loader_error", f"restarted inside its process: {e.data.get('line', '')}")
     starts = len(select(history, "loader", "start", "ok"))
     if not starts and not found.anomalies:
         return CheckResult("loader_steady", UNKNOWN, "the loader never started", {}, {"starts": 0})

@@ -73,7 +73,7 @@ def markdown(result: RunResult) -> str:
         brk = s.breaks[result.break_name]
         lines += [
             f"Broken on purpose: {brk.description} The check `{brk.expect_check}` must report "
-            f"`{brk.expect_anomaly}`.",
+            f"`{brk.expect_anomaly or brk.expect_verdict}`.",
             "",
         ]
     if s.description:

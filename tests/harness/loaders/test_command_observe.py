@@ -129,6 +129,8 @@ def test_the_kind_tells_the_checks_what_it_declares(tmp_path: Path) -> None:
         ("halt_pattern = 'topic (?P<topic>\\S+'", "halt_pattern"),
         ("halt_pattern = 'topic (\\S+) partition (\\d+) offset (\\d+)'", "halt_pattern"),
         ("halt_pattern = 'topic (?P<topic>\\S+) offset (?P<offset>\\d+)'", "partition"),
+        ("restart_pattern = 'to RESTARTING ('", "restart_pattern"),
+        ("drain_s = 0", "drain_s"),
         ('refuses = ["truncated_json"]', "refuses"),
         ('refuses = "oversized"', "refuses"),
     ],
@@ -216,3 +218,12 @@ def test_dead_letter_headers_let_the_checks_read_its_letters(tmp_path: Path) -> 
 def test_dead_letter_headers_name_the_source_and_nothing_else(tmp_path: Path, headers: str) -> None:
     with pytest.raises(command.SpecError, match="dead_letter_headers"):
         _spec(tmp_path, "[observe.dead_letter_headers]\n" + headers)
+
+
+def test_a_declared_restart_pattern_and_drain_reach_the_observer(tmp_path: Path) -> None:
+    spec = _spec(
+        tmp_path, "restart_pattern = 'switched from state \\w+ to RESTARTING'\ndrain_s = 12"
+    )
+    observer = command.CommandKind(spec).observer(_target(tmp_path))
+    assert observer.restart_pattern == r"switched from state \w+ to RESTARTING"
+    assert observer.drain_s == 12.0
