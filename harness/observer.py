@@ -139,6 +139,25 @@ def checkpoint_position(folder: Path) -> tuple[int | None, Positions]:
     return done[-1], out
 
 
+_FLINK_CHECKPOINT = re.compile(r"chk-(\d+)")
+
+
+def newest_held_checkpoint(folder: Path) -> int | None:
+    """The number of the newest complete checkpoint in a Flink checkpoint folder
+    (``<job id>/chk-<N>/_metadata``; a start restored from one numbers its own after it), None
+    when it holds none. Its Kafka source commits the group at a checkpoint's completion, and its
+    Iceberg sink commits that checkpoint's files at the same moment or, after a failure in
+    between, when the job restores from it: until then the checkpoint holds rows already behind
+    the group.
+    """
+    numbers = [
+        int(m.group(1))
+        for meta in folder.glob("*/chk-*/_metadata")
+        if (m := _FLINK_CHECKPOINT.fullmatch(meta.parent.name))
+    ]
+    return max(numbers, default=None)
+
+
 def _batches(folder: Path, log: str) -> list[int]:
     """The batch numbers a Spark checkpoint's ``offsets/`` or ``commits/`` log holds, in order
     (none when the log is not there)."""
@@ -200,6 +219,10 @@ class Observer:
         position_key: With ``summary``: the key holding JSON ``{"topic": {"0": next}}``.
         consumer_group: With ``group``: the group whose committed offsets are its position.
         checkpoint_dir: With ``checkpoint``: the Spark streaming checkpoint folder.
+        held_checkpoints: A Flink checkpoint folder (:func:`newest_held_checkpoint`) whose
+            newest complete checkpoint, numbered above the ``commit_key`` of the table's
+            newest commit, holds rows a restore commits: a missing row behind its position is
+            *pending* then, not lost. ``commit_key`` must be that checkpoint number.
         cadence_s: How often it commits while it has rows (None: not declared).
         drain_s: How long a run's drain waits after the last disturbance (a heal, a publish,
             a start) for rows still missing.
@@ -233,6 +256,7 @@ class Observer:
     position_key: str | None = None
     consumer_group: str | None = None
     checkpoint_dir: str | None = None
+    held_checkpoints: str | None = None
     cadence_s: float | None = None
     drain_s: float = 60.0
     discovery_s: float = 0.0
@@ -256,6 +280,8 @@ class Observer:
             raise ValueError("position = 'group' needs consumer_group")
         if self.position == CHECKPOINT and not self.checkpoint_dir:
             raise ValueError("position = 'checkpoint' needs checkpoint_dir")
+        if self.held_checkpoints and not self.commit_key:
+            raise ValueError("held_checkpoints needs commit_key (the committed checkpoint)")
         if self.halt_pattern is not None:
             missing = set(HALT_GROUPS) - set(re.compile(self.halt_pattern).groupindex)
             if missing:

@@ -168,6 +168,11 @@ class ObserveSpec:
             ``{"topic": {"partition": next offset}}``.
         consumer_group: With ``"group"``: the consumer group (placeholders allowed).
         checkpoint: With ``"checkpoint"``: the checkpoint folder (placeholders allowed).
+        held_checkpoints: A folder of Flink checkpoints (``<job id>/chk-<N>/_metadata``,
+            placeholders allowed) whose newest complete one holds rows its restore commits, for
+            a loader whose ``commit_key`` is the checkpoint number: a missing row behind its
+            position is *pending (in its checkpoint)* while that checkpoint is newer than the one
+            its last commit names.
         commit_interval_s: How often it commits while it has rows (the kit's waits follow it).
         partition_discovery_s: How late it may see partitions added to its topic (the drain
             after the topic grew waits that much longer); None: at its next commit.
@@ -196,6 +201,7 @@ class ObserveSpec:
     position_key: str | None = None
     consumer_group: str | None = None
     checkpoint: str | None = None
+    held_checkpoints: str | None = None
     commit_interval_s: float | None = None
     partition_discovery_s: float | None = None
     drain_s: float | None = None
@@ -213,6 +219,8 @@ class ObserveSpec:
         # A key read under one position only would be ignored under the other: say so.
         if self.position == "summary" and not self.position_key:
             raise SpecError('[observe] position_key: required with position = "summary"')
+        if self.held_checkpoints and not self.commit_key:
+            raise SpecError("[observe] held_checkpoints: needs commit_key (the checkpoint number)")
         if self.position != "summary" and self.position_key is not None:
             raise SpecError('[observe] position_key: read only with position = "summary"')
         if self.position == "group" and not self.consumer_group:
@@ -261,7 +269,7 @@ class ObserveSpec:
 
 
 OBSERVE_KEYS = (
-    "commit_key", "position", "position_key", "consumer_group", "checkpoint",
+    "commit_key", "position", "position_key", "consumer_group", "checkpoint", "held_checkpoints",
     "commit_interval_s", "partition_discovery_s", "drain_s", "halt_pattern", "restart_pattern",
     "dead_letter_headers", "refuses",
 )  # fmt: skip
@@ -279,7 +287,7 @@ def _observe(table: object) -> ObserveSpec:
     texts = {}
     for key in (
         "commit_key", "position", "position_key", "consumer_group", "checkpoint", "halt_pattern",
-        "restart_pattern",
+        "restart_pattern", "held_checkpoints",
     ):  # fmt: skip
         value = table.get(key)
         if value is not None and not isinstance(value, str):
@@ -316,6 +324,7 @@ def _observe(table: object) -> ObserveSpec:
         position_key=texts["position_key"],
         consumer_group=texts["consumer_group"],
         checkpoint=texts["checkpoint"],
+        held_checkpoints=texts["held_checkpoints"],
         commit_interval_s=None if interval is None else float(interval),
         partition_discovery_s=None if discovery is None else float(discovery),
         drain_s=None if seconds["drain_s"] is None else float(seconds["drain_s"]),
@@ -819,6 +828,7 @@ class CommandKind:
             position_key=observe.position_key,
             consumer_group=consumer_group(self.spec, target),
             checkpoint_dir=checkpoint_dir(self.spec, target),
+            held_checkpoints=_rendered(self.spec, observe.held_checkpoints, target, None),
             cadence_s=interval,
             drain_s=drain_s,
             discovery_s=observe.partition_discovery_s or 0.0,

@@ -30,6 +30,7 @@ from icefloe.harness.observer import (
     checkpoint_position,
     decode_positions,
     encode_positions,
+    newest_held_checkpoint,
 )
 
 __all__ = ["RecordingClient", "metadata_table"]
@@ -265,6 +266,8 @@ class RecordingClient:
                 held_by = {"checkpoint": observer.checkpoint_dir, "batch": batch}
             else:
                 return None
+            if observer.held_checkpoints:
+                held_by["held_checkpoint"] = newest_held_checkpoint(Path(observer.held_checkpoints))
         except Exception as exc:
             self.history.record("read", "fail", "positions", table=table, error=str(exc)[:400])
             return None

@@ -121,6 +121,68 @@ def test_a_group_position_past_a_row_is_its_evidence_and_no_position_for_a_parti
     assert pending.keys == {"id-1-0"} and "no position for partition 1" in pending.examples[0]
 
 
+FLINK_KEY = "flink.max-committed-checkpoint-id"
+HELD_LOADER = Observer(
+    kind="flink",
+    commit_key=FLINK_KEY,
+    position=GROUP,
+    consumer_group="job-x",
+    held_checkpoints="/state/checkpoint",
+    cadence_s=2.0,
+)
+
+
+def checkpoint_commit(sid: int, checkpoint: int) -> dict:
+    return {"snapshot": sid, "time": 30.0 + sid, "operation": "append", "parent": None,
+            "records": 1, "summary": {FLINK_KEY: str(checkpoint)}}  # fmt: skip
+
+
+def test_rows_behind_the_group_in_a_checkpoint_newer_than_the_tables_are_pending() -> None:
+    """A Flink job's source commits the group when checkpoint 7 completes; killed before its
+    sink committed 7's files, it holds the rows in 7 (its restore commits them): pending. With
+    the table at checkpoint 7, the same rows are lost."""
+    observed = Observed({"id-0-0": 1, "id-0-1": 1})
+
+    def judged(table_at: int, held: int | None) -> Any:
+        history = History.of(
+            [
+                observer_event(HELD_LOADER),
+                commits(checkpoint_commit(1, 6), checkpoint_commit(2, table_at)),
+                positions({TOPIC: {"0": 5}}, 60.0, group="job-x", held_checkpoint=held),
+            ]
+        )
+        return run_check("exactly_once", history, LEDGER, observed)
+
+    held = judged(table_at=6, held=7)
+    assert set(held.anomalies) == {"pending"}  # still not in the table; lost to no one
+    assert held.anomalies["pending"].keys == {"id-0-2", "id-0-3", "id-0-4"}
+    assert "in its checkpoint 7, newer than checkpoint 6" in held.anomalies["pending"].examples[0]
+    for table_at, checkpoint in ((7, 7), (8, 7), (6, None)):
+        result = judged(table_at=table_at, held=checkpoint)
+        assert result.verdict == INVALID, (table_at, checkpoint)
+        assert result.anomalies["lost"].keys == {"id-0-2", "id-0-3", "id-0-4"}
+
+
+def test_the_newest_complete_flink_checkpoint_is_read_from_its_folder(tmp_path: Any) -> None:
+    from icefloe.harness.observer import newest_held_checkpoint
+
+    assert newest_held_checkpoint(tmp_path) is None
+    for job, number, complete in (("a1", 3, True), ("b2", 9, True), ("b2", 10, False)):
+        folder = tmp_path / job / f"chk-{number}"
+        folder.mkdir(parents=True)
+        if complete:
+            (folder / "_metadata").write_bytes(b"")
+    (tmp_path / "b2" / "shared").mkdir()
+    assert newest_held_checkpoint(tmp_path) == 9
+
+
+def test_held_checkpoints_needs_the_checkpoint_number_as_commit_key() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="held_checkpoints needs commit_key"):
+        Observer(kind="flink", position=GROUP, consumer_group="g", held_checkpoints="/x")
+
+
 def test_a_loader_that_declares_no_position_has_missing_rows_pending() -> None:
     history = History.of([observer_event(Observer(kind="command:bare"))])
     result = exactly_once(history, ["id-0-0"])

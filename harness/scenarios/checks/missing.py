@@ -8,7 +8,11 @@ loader's committed position (``harness.observer``), where it resumes after any r
   that carried the position past it (a snapshot of the table) or the first read of the
   consumer group that showed it past;
 - **pending**: the position is before it (or the loader keeps none for its partition, or
-  declares no position at all): the loader has not got to it yet, and may still;
+  declares no position at all): the loader has not got to it yet, and may still; or the
+  position is past it but the loader holds rows in a checkpoint newer than the one its last
+  commit names (``held_checkpoints``: a Flink job whose source committed the group at the
+  checkpoint, whose sink commits that checkpoint's files when it restores): *in its
+  checkpoint*;
 - **late**: it is in the table, but arrived only in the run's drain (``info``/``drain``):
   after every fault healed, with the loader running, past the scenario's own wait.
 
@@ -27,6 +31,7 @@ from typing import Any
 from icefloe.harness.history import Event
 from icefloe.harness.observer import NO_ID, SUMMARY, observer_of
 from icefloe.harness.scenarios.checks.compare import DeadLetterVerdict, rows_against_ledger
+from icefloe.harness.scenarios.checks.facts.commits import committed_checkpoint
 from icefloe.harness.scenarios.checks.facts.ledger import coordinates, describe, policy_entries
 from icefloe.harness.scenarios.checks.facts.positions import (
     PositionRead,
@@ -81,6 +86,7 @@ def classify_missing(history: Sequence[Event], missing: Sequence[LedgerEntry]) -
         return Verdicts((), tuple((e, why) for e in missing), None)
     reads = position_reads(history)
     commits = summary_evidence(history, observer) if observer.position == SUMMARY else []
+    held = _held_in_checkpoint(history, final)
     lost: list[tuple[LedgerEntry, str]] = []
     pending: list[tuple[LedgerEntry, str]] = []
     for e in missing:
@@ -92,8 +98,26 @@ def classify_missing(history: Sequence[Event], missing: Sequence[LedgerEntry]) -
         if at <= offset:
             pending.append((e, f"{final.held_by} is at offset {at}, before it"))
             continue
+        if held is not None:
+            pending.append((e, f"{final.held_by} is at offset {at}, past it; {held}"))
+            continue
         lost.append((e, _passed_by(e, offset, reads, commits)))
     return Verdicts(tuple(lost), tuple(pending), final)
+
+
+def _held_in_checkpoint(history: Sequence[Event], final: PositionRead) -> str | None:
+    """Why rows behind the position may still be in a checkpoint a restore commits (None: the
+    loader holds none newer than its last commit's)."""
+    if final.held_checkpoint is None:
+        return None
+    committed = committed_checkpoint(history)
+    if committed is not None and committed >= final.held_checkpoint:
+        return None
+    return (
+        f"in its checkpoint {final.held_checkpoint}, newer than "
+        + ("any the table's commits name" if committed is None else f"checkpoint {committed}")
+        + ", the newest its commits name: a restore commits it"
+    )
 
 
 def _passed_by(

@@ -11,9 +11,15 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from icefloe.harness.history import Event, select
-from icefloe.harness.observer import Observer, observer_of
+from icefloe.harness.observer import Observer, observer_of, summary_of
 
-__all__ = ["loader_commits", "main_commits", "progress_commits", "recorded_snapshots"]
+__all__ = [
+    "committed_checkpoint",
+    "loader_commits",
+    "main_commits",
+    "progress_commits",
+    "recorded_snapshots",
+]
 
 
 def recorded_snapshots(history: Iterable[Event]) -> dict[int, Mapping[str, Any]]:
@@ -104,3 +110,18 @@ def progress_commits(history: Iterable[Event]) -> list[float]:
         if position is not None:
             last_position = position
     return moved
+
+
+def committed_checkpoint(history: Iterable[Event], observer: Observer | None = None) -> int | None:
+    """The highest checkpoint number the loader's commits name (its observer's ``commit_key``,
+    for a loader that declares ``held_checkpoints``); None when no commit names one."""
+    events = list(history)
+    read = observer or observer_of(events)
+    if not read.commit_key:
+        return None
+    numbers = []
+    for record in recorded_snapshots(events).values():
+        value = summary_of(record).get(read.commit_key)
+        if read.is_commit(summary_of(record)) and str(value).lstrip("-").isdigit():
+            numbers.append(int(str(value)))
+    return max(numbers, default=None)

@@ -40,12 +40,15 @@ class PositionRead:
         held_by: What holds it (``snapshot 123``, ``consumer group connect-x``, ``the
             checkpoint's committed batch 7``).
         final: The read at the end of the run.
+        held_checkpoint: The newest complete checkpoint then in the loader's
+            ``held_checkpoints`` folder (None: it declares none, or none was complete).
     """
 
     time: float
     values: Mapping[str, Mapping[int, int]]
     held_by: str
     final: bool = False
+    held_checkpoint: int | None = None
 
 
 def position_reads(history: Iterable[Event]) -> list[PositionRead]:
@@ -59,7 +62,16 @@ def position_reads(history: Iterable[Event]) -> list[PositionRead]:
             held = f"the checkpoint's committed batch {e.data.get('batch')}"
         else:
             held = f"snapshot {e.data.get('snapshot')}"
-        out.append(PositionRead(e.time, values, held, bool(e.data.get("final"))))
+        held_checkpoint = e.data.get("held_checkpoint")
+        out.append(
+            PositionRead(
+                e.time,
+                values,
+                held,
+                bool(e.data.get("final")),
+                None if held_checkpoint is None else int(held_checkpoint),
+            )
+        )
     return out
 
 
