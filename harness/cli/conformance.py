@@ -4,13 +4,16 @@
                         [--budget-minutes M] [--no-semantics] [--seed N] [--reports DIR]
     icefloe conformance --merge JSON ...      # one table from a run split into parts
     icefloe conformance --reproduce JSON      # each finding run again: does it show again?
+    icefloe conformance --finding RUN_DIR ... # a finding's page from its run and runs again
 
 By default the loaders are icefloe's and the Kafka Connect sink, the scenarios every file of
 ``scenarios/`` and the hostile inputs (``scenarios/semantics/hostile_inputs.toml``). A scenario
 needing what a loader lacks is not applicable, with the reason; past the time budget the runs
 left are "not run" (so the table stays honest about its coverage). The report goes to
 ``<reports>/conformance-<time>.md`` with the command and the commit; each finding names its
-seed and the scenario file that reproduces it.
+seed and the scenario file that reproduces it, and has a page of its own under
+``<reports>/findings/`` (``harness.conformance.findings``: the mechanism as the loader's own
+log, commits and positions show it, and the upstream threads it matches, as far as it does).
 """
 
 from __future__ import annotations
@@ -94,8 +97,29 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="run each finding of an earlier conformance-*.json again (its scenario file, seed "
         "and loader) and report whether every anomaly it found shows again; exit 1 if not",
     )
+    parser.add_argument(
+        "--finding",
+        nargs="+",
+        type=Path,
+        metavar="RUN_DIR",
+        help="run nothing: write a finding's page from its run's folder, the runs made again "
+        "with its scenario file and seed after it",
+    )
     parser.set_defaults(func=run)
     return parser
+
+
+def write_finding(run_dirs: list[Path], reports: Path) -> Path:
+    """A finding's page (``harness.conformance.findings``) from its run and the runs made
+    again after it, under ``<reports>/findings/``."""
+    from icefloe.harness.conformance import findings, upstream
+
+    first, *again = [findings.read_run(d) for d in run_dirs]
+    text = findings.page(first, again, upstream.weigh(first))
+    out = reports / "findings" / f"{first.scenario}--{first.loader}.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return out
 
 
 def catalog_list(text: str) -> list[str]:
@@ -323,6 +347,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.reproduce:
         return reproduce(args.reproduce, args)
+    if args.finding:
+        say(f"finding: {write_finding(args.finding, args.reports)}")
+        return 0
     from icefloe.harness.cli.scenario import interrupt_on_sigterm
     from icefloe.harness.cli.stack import open_stack
     from icefloe.harness.conformance import semantics, table
@@ -404,6 +431,8 @@ def run(args: argparse.Namespace) -> int:
             for cell, result in _cells(scenario, runnable, stack, on_catalog, together):
                 cell = dataclasses.replace(cell, loader=label(cell.loader))
                 cells.append(cell)
+                if cell.outcome == table.ANOMALIES and result is not None:
+                    say(f"  finding: {write_finding([result.run_dir], args.reports)}")
                 if scenario is semantic:
                     fates[cell.loader] = read_fates(result.run_dir)
                     semantic_runs[cell.loader] = str(result.run_dir)

@@ -642,6 +642,47 @@ class KafkaConnectSink:
             (tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0
         }
 
+    def control_evidence(self) -> dict[str, Any]:
+        """Where the sink's control topic stands at the end of a run: its partitions' end
+        offsets and each consumer group that committed an offset on it (the coordinator's
+        ``-coord`` group and the workers' ``cg-control-*`` groups), for a finding's page.
+
+        Raises:
+            confluent_kafka.KafkaException: the broker could not answer.
+        """
+        from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+
+        admin = self.stack.kafka_admin()
+        topic = self.settings.control
+        consumer = Consumer(
+            {"bootstrap.servers": self.stack.bootstrap_servers, "group.id": "icefloe-evidence"}
+        )
+        try:
+            parts = admin.list_topics(topic, timeout=30).topics[topic].partitions
+            ends = {
+                str(p): consumer.get_watermark_offsets(TopicPartition(topic, p), 30)[1]
+                for p in sorted(parts)
+            }
+        finally:
+            consumer.close()
+        groups: dict[str, dict[str, int | None]] = {}
+        listed = admin.list_consumer_groups(request_timeout=30).result(timeout=30)
+        for group in sorted(g.group_id for g in listed.valid):
+            if self.settings.name not in group and not group.startswith("cg-control"):
+                continue
+            future = admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group)], request_timeout=30
+            )[group]
+            offsets = future.result(timeout=30).topic_partitions
+            on_control = {
+                str(tp.partition): (tp.offset if tp.offset >= 0 else None)
+                for tp in offsets
+                if tp.topic == topic
+            }
+            if on_control:
+                groups[group] = on_control
+        return {"control_topic": topic, "control_end": ends, "control_groups": groups}
+
     def log_tail(self, lines: int = 40) -> str:
         return self.process.log_tail(lines)
 
@@ -747,6 +788,10 @@ class KafkaConnectLoader(OneProcessLoader):
     @property
     def starts(self) -> int:
         return self.sink.starts
+
+    def evidence(self) -> dict[str, Any]:
+        """What the sink's own state says at the end of a run (its control topic)."""
+        return self.sink.control_evidence()
 
     @property
     def loader_id(self) -> str:

@@ -333,9 +333,17 @@ class LoaderControl:
 
     def record_log_facts(self) -> None:
         """Count what each loader's log says of its own state (its observer's ``log_facts``)
-        and record it (``info``/``log_facts``): evidence beside the verdicts. Each failure it
+        and record it (``info``/``log_facts``): evidence beside the verdicts, with what the
+        current loader reports of its own state if its kind says (``evidence()``, recorded as
+        ``info``/``evidence``: the sink's control topic). Each failure it
         recovered from inside its process (its ``restart_pattern``) is recorded too
         (``loader``/``restarted``, with the line), a fact ``loader_steady`` judges."""
+        evidence = getattr(self.current, "evidence", None)
+        if evidence is not None:  # a kind's own state at the end, for a finding's page
+            try:
+                self.history.record("info", "info", "evidence", **evidence())
+            except Exception as exc:  # evidence only: a failed read is said, never a verdict
+                self.history.record("info", "fail", "evidence", error=str(exc)[:400])
         patterns = self._observer.log_facts
         restart = self._observer.restart_pattern
         if not patterns and restart is None:

@@ -257,6 +257,7 @@ class _ScenarioRun:
             "profile": self.scenario.profile,
             "break": self.brk,
             "seed": self.seed,
+            "path": None if self.scenario.path is None else str(self.scenario.path),
             "doc": self.scenario.doc,
         }
         (self.run_dir / "scenario.json").write_text(json.dumps(doc, indent=1, default=str))
