@@ -42,11 +42,13 @@ class RunFacts:
         loader: The loader kind (its observer's).
         anomalies: ``check: anomaly`` -> count, of the checks that failed.
         examples: Anomaly name -> its first evidence lines, whichever check named them.
-        processes: Per process of the loader, in order: its log's counts (``log_facts``).
+        processes: Per loader of the run (a successor is another), in order: its log's counts
+            over every start of it (``log_facts``).
         struck: (fault kind, lane, time) of each fault of the run, in order.
         commits: (time, records) of each of the loader's commits that reached main.
         position: The final committed position: what holds it and where it stood.
         evidence: What the loader's kind read of its own state at the end.
+        restarts: (time, evidence) read before each start of the loader again.
         began: When the run began (epoch seconds).
         replay: The command that runs it again (its scenario file, profile, seed, loader).
     """
@@ -62,6 +64,7 @@ class RunFacts:
     commits: tuple[tuple[float, int | None], ...] = ()
     position: str = ""
     evidence: Mapping[str, Any] = field(default_factory=dict)
+    restarts: tuple[tuple[float, Mapping[str, Any]], ...] = ()
     began: float = 0.0
     replay: str = ""
 
@@ -118,10 +121,26 @@ def read_run(run_dir: Path) -> RunFacts:
             (float(c["time"]), c.get("records")) for c in main_commits(history) if c["mine"]
         ),
         position=_position(history),
-        evidence=next((dict(e.data) for e in select(history, "info", "evidence", "info")), {}),
+        evidence=next(
+            (
+                _evidence(e.data)
+                for e in reversed(select(history, "info", "evidence", "info"))
+                if e.data.get("moment", "end") == "end"
+            ),
+            {},
+        ),
+        restarts=tuple(
+            (e.time, _evidence(e.data))
+            for e in select(history, "info", "evidence", "info")
+            if e.data.get("moment") == "start"
+        ),
         began=history.events[0].time if history.events else 0.0,
         replay=replay,
     )
+
+
+def _evidence(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if k != "moment"}
 
 
 def _position(history: History) -> str:
@@ -195,7 +214,11 @@ def page(
         lines.append("- its commits on the table's main branch: none")
     for i, counts in enumerate(first.processes, 1):
         said = ", ".join(f"{k} {v}" for k, v in counts.items())
-        lines.append(f"- its log, process {i}: {said or 'nothing counted'}")
+        whose = "its log" if len(first.processes) == 1 else f"loader {i}'s log"
+        lines.append(f"- {whose}, every start of it: {said or 'nothing counted'}")
+    for when, read in first.restarts:
+        said = ", ".join(f"{k.replace('_', ' ')} `{v}`" for k, v in read.items())
+        lines.append(f"- before its start again at {first.at(when)}: {said}")
     for key, value in first.evidence.items():
         lines.append(f"- {key.replace('_', ' ')} at the end: `{value}`")
     if first.struck:

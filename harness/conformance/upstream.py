@@ -11,8 +11,9 @@ what is missing, and is not named as the cause.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from icefloe.harness.conformance.findings import RunFacts
 
@@ -68,19 +69,29 @@ def _restarted_before_first_table_commit(run: RunFacts) -> str | None:
     return f"the worker was first killed at {run.at(kills[0])}; {first}"
 
 
-def _coordinator_group_never_committed(run: RunFacts) -> str | None:
-    groups = run.evidence.get("control_groups")
-    if not isinstance(groups, dict):
+def _no_coordinator_offset(read: Mapping[str, Any]) -> str | None:
+    """Why ``read`` (the sink's control-topic evidence) shows its coordinator's ``-coord`` group
+    with no committed offset on a control topic that holds records (None: it has one, or the
+    read says nothing of it)."""
+    groups, ends = read.get("control_groups"), read.get("control_end")
+    if not isinstance(groups, dict) or not isinstance(ends, dict):
         return None
-    coord = [g for g in groups if str(g).endswith("-coord")]
-    if coord and all(v is None for g in coord for v in groups[g].values()):
-        return f"{coord[0]} holds no committed offset on the control topic at the end"
-    if not coord:
-        return (
-            "no consumer group with a name ending -coord holds an offset on the control topic "
-            f"at the end (groups there: {sorted(groups) or 'none'})"
-        )
+    held = sum(int(v or 0) for v in ends.values())
+    coord = {g: o for g, o in groups.items() if str(g).endswith("-coord")}
+    if held and all(v is None for offsets in coord.values() for v in offsets.values()):
+        if not coord:
+            return f"the control topic held {held} records and no *-coord group an offset on it"
+        return f"the control topic held {held} records and {next(iter(coord))} no offset on it"
     return None
+
+
+def _coordinator_group_never_committed(run: RunFacts) -> str | None:
+    for when, read in run.restarts:
+        why = _no_coordinator_offset(read)
+        if why is not None:
+            return f"before the worker's start again at {run.at(when)}, {why}"
+    why = _no_coordinator_offset(run.evidence)
+    return None if why is None else f"at the end, {why} (so at every change before it)"
 
 
 def _zero_table_commits(run: RunFacts) -> str | None:

@@ -338,12 +338,7 @@ class LoaderControl:
         ``info``/``evidence``: the sink's control topic). Each failure it
         recovered from inside its process (its ``restart_pattern``) is recorded too
         (``loader``/``restarted``, with the line), a fact ``loader_steady`` judges."""
-        evidence = getattr(self.current, "evidence", None)
-        if evidence is not None:  # a kind's own state at the end, for a finding's page
-            try:
-                self.history.record("info", "info", "evidence", **evidence())
-            except Exception as exc:  # evidence only: a failed read is said, never a verdict
-                self.history.record("info", "fail", "evidence", error=str(exc)[:400])
+        self._record_evidence("end")
         patterns = self._observer.log_facts
         restart = self._observer.restart_pattern
         if not patterns and restart is None:
@@ -362,6 +357,19 @@ class LoaderControl:
                     self.history.record(
                         "loader", "info", "restarted", loader_id=loader.loader_id, line=line[-300:]
                     )
+
+    def _record_evidence(self, moment: str) -> None:
+        """What the current loader's kind reads of its own state (``evidence()``: the sink's
+        control topic and its groups), recorded as ``info``/``evidence`` for a finding's page,
+        at ``moment``: ``start`` (before a start again) or ``end``. Evidence only: a failed
+        read is recorded, never raised."""
+        evidence = getattr(self.current, "evidence", None)
+        if evidence is None:
+            return
+        try:
+            self.history.record("info", "info", "evidence", moment=moment, **evidence())
+        except Exception as exc:
+            self.history.record("info", "fail", "evidence", moment=moment, error=str(exc)[:400])
 
     def settle_s(self) -> float:
         """How long to wait after the last expected row is visible (the kind's measure)."""
@@ -407,6 +415,8 @@ class LoaderControl:
         """
         hooks, self._armed = self._armed, {}
         expect, self._expect = self._expect, ()
+        if getattr(self.current, "starts", 0):  # a start again: where its own state stood
+            self._record_evidence("start")
         return float(
             self.current.start(wait=wait, track=not wait, hooks=hooks, expect_codes=expect)
         )
