@@ -14,6 +14,7 @@ kit: they run here, once, as installed.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -68,5 +69,9 @@ def test_the_pages_commands_run_with_the_kit_installed_from_its_wheel(
     output = _run(runner, Block(first.path, first.line, first.text + "\n" + scenario.text))
     kit = next(line for line in output.splitlines() if line.startswith("ok") and " kit " in line)
     assert "a checkout" not in kit, f"the kit ran from the checkout, not the wheel: {kit}"
+    # `icefloe scenario list` there: the user's scenario from their folder, and the kit's 18.
+    built_in = set(re.findall(r"\b(\d\d_[a-z0-9_]+)\s+\S\s+built-in\b", output))
+    assert len(built_in) == 18, output[-3000:]
+    assert re.search(r"\brestart_under_load\s+\S\s+scenarios\b", output), output[-3000:]
     assert "1/1 passed" in output, output[-3000:]
     _run(runner, _block(CI, "python -m pytest tests/test_icefloe.py"))
