@@ -92,3 +92,12 @@ def test_a_recorded_run_reads_back_as_its_finding(tmp_path: Path) -> None:
     page = findings.page(facts, [], upstream.weigh(facts))
     assert "No upstream thread known to the kit has this mechanism." in page
     assert "its committed position at the end: snapshot" in page
+
+
+def test_icefloe_conformance_finding_writes_the_page_of_runs_on_disk(tmp_path: Path) -> None:
+    from icefloe.harness.cli.main import main
+
+    run_dir = recorded_runs.unpack("01_exactly_once_kill9", "no_guard", tmp_path / "runs")
+    assert main(["conformance", "--finding", str(run_dir), "--reports", str(tmp_path)]) == 0
+    page = (tmp_path / "findings" / "01_exactly_once_kill9--icefloe.md").read_text()
+    assert page.startswith("# icefloe on 01_exactly_once_kill9: duplicated")
