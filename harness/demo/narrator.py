@@ -86,6 +86,7 @@ class Narrator:
         self.pause = pause
         self.console = Console(file=file, highlight=False, soft_wrap=False)
         self.number = 0
+        self._opened: list[tuple[str, float]] = []
 
     def say(self, text: str) -> None:
         """One line (rich markup allowed)."""
@@ -96,10 +97,19 @@ class Narrator:
         if self.pause and self.number:
             self.console.input("\n[dim]press Enter for the next step[/] ")
         self.number += 1
+        self._opened.append((title, time.monotonic()))
         self.console.print()
         self.console.print(Rule(f"[bold]{self.number}/{self.total}  {title}[/]", align="left"))
         self.console.print(f"[bold]shows[/]  {shows}")
         self.console.print(f"[bold]why[/]    {why}")
+
+    def step_times(self) -> list[tuple[str, float]]:
+        """Each step opened so far, with its seconds: until the next opened, the last until now
+        (a pause for Enter counts in the step before it)."""
+        ends = [t for _, t in self._opened[1:]] + [time.monotonic()]
+        return [
+            (title, end - began) for (title, began), end in zip(self._opened, ends, strict=True)
+        ]
 
     def sql(self, statement: str) -> None:
         """Print a statement the walkthrough runs."""

@@ -24,6 +24,7 @@ from icefloe.harness import maintenance
 from icefloe.harness.demo.lab import DEMO_TRIGGER_S, Lab, record
 from icefloe.harness.demo.narrator import Narrator
 from icefloe.harness.loaders.base import TestHooks
+from icefloe.harness.machine import probe_line
 from icefloe.loader import keys
 
 TABLE = "lake.demo.events"
@@ -487,6 +488,7 @@ def run_story(
     """
     lab = Lab(stack, work, TABLE, TOPIC)
     story = Story(lab, out, record_dir)
+    out.say(probe_line())  # the machine's speed today, beside every time below
     began = time.monotonic()
     try:
         _stack_step(story)
@@ -509,6 +511,11 @@ def run_story(
         f"[bold]{len(story.checks) - len(failed)} of {len(story.checks)} checks passed[/] "
         f"in {time.monotonic() - began:.0f} s."
     )
+    out.say(
+        "time per step: "
+        + ", ".join(f"{i} {seconds:.0f} s" for i, (_, seconds) in enumerate(out.step_times(), 1))
+    )
+    out.say(probe_line("probe at the end"))
     for text in failed:
         out.say(f"[red]failed:[/] {text}")
     for name, value in story.measures.items():
