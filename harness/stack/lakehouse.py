@@ -132,6 +132,8 @@ class Stack:
         """
         idle = [s for s in self.services.values() if not s.process.is_running()]
         ports = [p for s in idle for p in s.ports]
+        if not ports:  # everything runs: nothing to start, no engine to ask
+            return
         held = {
             port: name
             for port, name in published_by_containers(ports, self.config.host).items()

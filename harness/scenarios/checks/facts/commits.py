@@ -121,7 +121,8 @@ def committed_checkpoint(history: Iterable[Event], observer: Observer | None = N
         return None
     numbers = []
     for record in recorded_snapshots(events).values():
-        value = summary_of(record).get(read.commit_key)
-        if read.is_commit(summary_of(record)) and str(value).lstrip("-").isdigit():
-            numbers.append(int(str(value)))
+        summary = summary_of(record)
+        value = str(summary.get(read.commit_key))
+        if read.is_commit(summary) and value.lstrip("-").isdigit():
+            numbers.append(int(value))
     return max(numbers, default=None)
