@@ -10,6 +10,7 @@ The time from the worker's start to its first and to all rows visible is printed
 from __future__ import annotations
 
 import datetime as dt
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -57,16 +58,31 @@ def _publish(
     return ledger
 
 
-def _wait(check: Callable[[], bool], timeout_s: float, what: str, sink: KafkaConnectSink) -> float:
+COMMIT_LINES = re.compile(
+    r"Committer|Coordinator|Commit timeout|Seeking|Revoking|Adding newly assigned|ERROR|WARN"
+)
+"""A worker log's lines that tell how its commits went: leaders, coordinators, rebalances."""
+
+
+def _wait(
+    check: Callable[[], bool], timeout_s: float, what: str, *sinks: KafkaConnectSink
+) -> float:
     started = time.monotonic()
     while not check():
         if time.monotonic() - started > timeout_s:
             raise AssertionError(
-                f"timed out after {timeout_s:.0f} s waiting for {what}; {sink.health()}\n"
-                f"{sink.log_tail(60)}"
+                f"timed out after {timeout_s:.0f} s waiting for {what}\n"
+                + "\n".join(_commit_story(sink) for sink in sinks)
             )
         time.sleep(0.5)
     return time.monotonic() - started
+
+
+def _commit_story(sink: KafkaConnectSink) -> str:
+    """A worker's health and every line of its log about leaders, commits and rebalances."""
+    lines = sink.log_file.read_text(errors="replace").splitlines() if sink.log_file.exists() else []
+    kept = [line[:300] for line in lines if COMMIT_LINES.search(line)]
+    return f"{sink.state_dir.name}: {sink.health()}\n" + "\n".join(kept[-80:] or lines[-40:])
 
 
 def test_the_sink_loads_every_row_and_loses_none_to_a_kill_9(
@@ -146,10 +162,17 @@ def _ends(stack: Any, topic: str) -> dict[int, int]:
 def test_a_second_worker_of_the_same_connector_joins_its_group_and_loads_once(
     stack: Any, table_factory: Any, topic_factory: Any, tmp_path: Path
 ) -> None:
+    """Two standalone workers of one connector: their four tasks form one consumer group, the
+    second finds the control topic the first made, and each row loads once.
+
+    The rows are published once both workers' tasks are in the group. Published before, they
+    would meet the sink's loss when a coordinator changes during its first commit
+    (apache/iceberg#18006, docs/findings/): the first worker's tasks hand their files to its
+    coordinator and commit their offsets, the second's join moves the leader partition, and the
+    new coordinator reads the control topic from its end. That loss is a finding the scenarios
+    report (01); this test is about two workers sharing one group.
+    """
     table, topic = table_factory(extra_columns=EVENT_ID_COLUMN), topic_factory(partitions=2)
-    expected = verify.read_ledgers([_publish(stack, topic, tmp_path, seed=33, count=5_000)])[
-        0
-    ].valid_event_ids()
     settings = KafkaConnectSettings(name=unique_name("kc"), table=table, topics=(topic,))
     first = KafkaConnectSink(settings, stack, tmp_path / "first")
     second = KafkaConnectSink(settings, stack, tmp_path / "second")
@@ -161,14 +184,18 @@ def test_a_second_worker_of_the_same_connector_joins_its_group_and_loads_once(
             lambda: _members(stack, settings.consumer_group) == 4,
             90,
             "both workers' two tasks in one consumer group",
+            first,
             second,
         )
+        ledger = _publish(stack, topic, tmp_path, seed=33, count=5_000)
+        expected = verify.read_ledgers([ledger])[0].valid_event_ids()
         _wait(
             lambda: (
                 not verify.compare_rows(verify.table_event_ids(stack.query, table), expected).lost
             ),
             180,
             "every row",
+            first,
             second,
         )
         assert first.health().healthy and second.health().healthy
