@@ -14,6 +14,12 @@ format)`` (2.0.2) drops the offset and the microseconds, so such a column is rea
 and turned into its instant by a Python function (``instant``), as a PyFlink user would. The
 source commits its offsets to the consumer group ``loader_id`` when a checkpoint completes.
 
+Flink restarts a failed job inside its process (its restart strategy: exponential back-off from
+1 s), so a failure leaves the process alive. The job's own status says it: ``watch`` polls it
+through the job's client every quarter second and prints ``flink: job restarting`` each time it
+enters ``RESTARTING`` (a back-off lasts a second or more), the line ``flink.toml`` declares as its
+``restart_pattern``; a job that ends ``FAILED`` ends the process with its error.
+
 Run with PyFlink's Python (the kit provisions it: ``harness.provision.flink``) and a TOML file
 (written by the kit from ``flink.toml`` beside this file)::
 
@@ -29,12 +35,17 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import time
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 _CHECKPOINT = re.compile(r"chk-(\d+)")
+RESTARTING = "flink: job restarting"
+"""The line printed each time the job enters ``RESTARTING`` (``flink.toml``'s restart_pattern)."""
+POLL_S = 0.25
+"""How often ``watch`` reads the job's status: well inside the shortest restart back-off (1 s)."""
 
 
 def newest_checkpoint(folder: Path) -> Path | None:
@@ -166,6 +177,31 @@ def main() -> None:
     result = env.execute_sql(insert)
     restored = f"restored from {restore.name}" if restore is not None else "no checkpoint yet"
     print(f"flink: job submitted ({restored})", flush=True)
+    watch(result)
+
+
+def watch(result: Any) -> None:
+    """Wait for the job's end, printing ``RESTARTING``'s line (with the count and the state it
+    left) each time the job enters that state; then ``result.wait()``, which raises the error of
+    a job that failed for good."""
+    client = result.get_job_client()
+    previous = None
+    restarts = 0
+    while client is not None:
+        try:
+            status = client.get_job_status().result()
+        except Exception:  # the job's cluster is gone: its end is result.wait()'s to report
+            break
+        if status.name == "RESTARTING" and previous != "RESTARTING":
+            restarts += 1
+            print(
+                f"{RESTARTING} (restart {restarts}, from {previous}; the cause in its flink-log)",
+                flush=True,
+            )
+        if status.is_globally_terminal_state():
+            break
+        previous = status.name
+        time.sleep(POLL_S)
     result.wait()
 
 

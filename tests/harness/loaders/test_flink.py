@@ -6,6 +6,7 @@ for it."""
 from __future__ import annotations
 
 import os
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from icefloe.harness.bench.options import SHIPPED, parse
 from icefloe.harness.history import History
 from icefloe.harness.loaders import command
 from icefloe.harness.loaders.base import Capability, LoaderTarget
+from icefloe.harness.loaders.flink import job
 from icefloe.harness.loaders.flink.job import ZONED, newest_checkpoint, statements
 from icefloe.harness.loaders.kinds import NAMES, resolve
 from icefloe.harness.observer import GROUP, observer_of
@@ -95,6 +97,10 @@ def test_the_flink_description_is_a_kind_read_by_its_commits_and_its_group(
     assert observer.commit_key == "flink.max-committed-checkpoint-id"
     assert observer.cadence_s == 2.0 and observer.letter_headers is None
     assert observer.discovery_s == 300.0  # Flink's Kafka source looks for new partitions
+    # A job restarted inside its process is a failure: job.py prints the line this matches.
+    assert observer.restart_pattern is not None
+    assert re.search(observer.restart_pattern, f"{job.RESTARTING} (restart 1, from RUNNING)")
+    assert not re.search(observer.restart_pattern, "flink: job submitted (no checkpoint yet)")
     assert observer_of(History.of([observer_event(observer)]).events) == observer
     assert kind.describe()["runs on"] == f"Flink {versions.FLINK}, Iceberg {versions.ICEBERG_FLINK}"
 
@@ -119,3 +125,44 @@ def test_the_flink_runtime_is_provisioned_only_when_a_description_uses_it(
     assert "flink_python" not in mapping and "flink_jars" not in mapping
     with pytest.raises(AssertionError, match="Flink runtime"):
         mapping["flink_python"]
+
+
+class _Status:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def is_globally_terminal_state(self) -> bool:
+        return self.name in {"FAILED", "CANCELED", "FINISHED"}
+
+
+class _Job:
+    """A job's result and client as PyFlink gives them, walking through ``states``."""
+
+    def __init__(self, states: list[str]) -> None:
+        self.states = iter(states)
+        self.waited = False
+
+    def get_job_client(self) -> _Job:
+        return self
+
+    def get_job_status(self) -> Any:
+        status = _Status(next(self.states))
+        return type("Future", (), {"result": lambda _self: status})()
+
+    def wait(self) -> None:
+        self.waited = True
+
+
+def test_each_restart_of_the_job_inside_its_process_prints_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(job, "POLL_S", 0)
+    states = ["CREATED", "RUNNING", "RESTARTING", "RESTARTING", "RUNNING", "RESTARTING"]
+    result = _Job([*states, "RUNNING", "FAILED"])
+    job.watch(result)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        f"{job.RESTARTING} (restart 1, from RUNNING; the cause in its flink-log)",
+        f"{job.RESTARTING} (restart 2, from RUNNING; the cause in its flink-log)",
+    ]
+    assert result.waited  # a job failed for good raises from here, ending the process
