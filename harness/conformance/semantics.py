@@ -6,12 +6,15 @@ its ledger (each malformed message's kind, partition and offset), the table's ro
 header names whatever the loader) and the rows the run recorded (``hostile_rows``). Each kind's
 messages are then in the table (*loaded*: as sent, or *coerced* to what the row holds), in the
 dead-letter topic, or neither; when the valid rows published after the hostile ones never
-arrived, the loader *stopped*, at one of the kinds after the last one that got anywhere;
-earlier ones that went nowhere were *passed, not loaded*. Pure functions: no service is asked.
+arrived, the loader *stopped*: at the kind of the message its exit named, if it named one, else
+at one of the kinds after the last one that got anywhere, and the table says it cannot tell
+which (*stopped at one of N kinds from K*); earlier ones that went nowhere were *passed, not
+loaded*. Pure functions: no service is asked.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +43,7 @@ SENT = {
 LOADED = "loaded"
 DEAD_LETTER = "dead letter"
 STOPPED = "stopped"
+STOPPED_AMONG = "stopped at one of these"
 DROPPED = "dropped"
 NAMELESS = "dropped, or a row with no id"
 PASSED = "passed, not loaded"
@@ -56,15 +60,19 @@ class Fate:
         loaded: Of them, in the table.
         dead_lettered: Of them, in the dead-letter topic.
         outcome: ``dead letter``, ``loaded``, ``dropped`` (neither, and the loader went on),
-            ``stopped`` (the loader stopped, and nothing of this kind or after it got anywhere:
-            it stopped here when its exit named a message of this kind, else at one of these
-            kinds), ``not reached`` (after the message its exit named), ``passed, not loaded``
-            (neither, though a later message got somewhere, or before the message its exit named:
-            skipped, or in a batch never committed before it stopped), or several joined by
+            ``stopped`` (its exit named a message of this kind), ``stopped at one of these``
+            (the loader stopped naming no message, and nothing of this kind or after it got
+            anywhere: it stopped at one of the ``among`` kinds from ``first``, passing those
+            before and never reaching those after), ``not reached`` (after the message its
+            exit named), ``passed, not loaded`` (neither, though a later message got somewhere,
+            or before the message its exit named: skipped, or in a batch never committed before
+            it stopped), or several joined by
             ``+``; ``dropped, or a row with no id`` where the loader went on and its table
             holds rows whose event id is null (which messages they were cannot be told).
         stored: For loaded rows: the targeted column's value (or the whole row), per row.
         nameless: Rows with no event id in the loader's table (the same for every kind).
+        among: For ``stopped at one of these``: how many kinds it may have stopped at.
+        first: For ``stopped at one of these``: the first of them.
     """
 
     kind: str
@@ -74,9 +82,14 @@ class Fate:
     outcome: str
     stored: tuple[str, ...] = field(default_factory=tuple)
     nameless: int = 0
+    among: int = 0
+    first: str = ""
 
     def text(self) -> str:
         """The table's cell: the outcome, and what a loaded value became."""
+        if STOPPED_AMONG in self.outcome:
+            where = f"stopped at one of {self.among} kinds from {self.first}"
+            return self.outcome.replace(STOPPED_AMONG, where)
         if self.outcome == LOADED and self.kind in SENT and self.stored:
             column, sent = SENT[self.kind]
             return f"coerced: {column} {sent} -> {self.stored[0]}"
@@ -161,12 +174,21 @@ def fates(
                 parts.append(PASSED)  # a later message got somewhere: this one was passed
             elif named and i > named[0]:
                 parts.append(NOT_REACHED)
-            else:
+            elif named:
                 parts.append(STOPPED)
+            else:
+                parts.append(STOPPED_AMONG)
         stored = tuple(_stored(kind, by_id[e.event_id]) for e in loaded if e.event_id in by_id)
         out.append(
             Fate(kind, len(sent), len(loaded), len(dead), " + ".join(parts), stored, nameless)
         )
+    # Stopped naming no message: at one of the kinds after the last that got anywhere.
+    span = [f.kind for f in out if STOPPED_AMONG in f.outcome]
+    if span:
+        out = [
+            dataclasses.replace(f, among=len(span), first=span[0]) if f.kind in span else f
+            for f in out
+        ]
     return out
 
 
@@ -190,6 +212,12 @@ def markdown(by_loader: Mapping[str, Sequence[Fate]]) -> str:
             row.append(f"{fate.text()} ({fate.sent})".replace("|", "/") if fate else "-")
         lines.append(f"| {kind} | " + " | ".join(row) + " |")
     for name in loaders:
+        if any(STOPPED_AMONG in f.outcome for f in by_loader[name]):
+            lines.append(
+                f"\n{name} stopped naming no message: at one of the kinds marked *stopped at one "
+                "of*, passing those before it and never reaching those after; which one cannot "
+                "be told from what it wrote."
+            )
         nameless = max((f.nameless for f in by_loader[name]), default=0)
         if nameless:
             lines.append(

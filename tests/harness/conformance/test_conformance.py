@@ -117,8 +117,10 @@ def test_each_kind_is_dead_lettered_coerced_dropped_or_where_the_loader_stopped(
     assert by["invalid_json"].outcome == semantics.DEAD_LETTER
     assert by["bool_as_string"].text() == 'coerced: bool "yes" -> False'
     assert by["duplicate_key"].outcome == semantics.LOADED
-    assert by["bad_timestamp"].outcome == semantics.STOPPED  # the valid row after never came
-    assert by["oversized"].outcome == semantics.STOPPED
+    # The valid row after never came, and the loader named no message: it stopped at one of
+    # the two kinds that got nowhere, which cannot be told.
+    assert by["bad_timestamp"].outcome == by["oversized"].outcome == semantics.STOPPED_AMONG
+    assert by["oversized"].text() == "stopped at one of 2 kinds from bad_timestamp"
     # A kind that went nowhere before one that reached the dead-letter topic was passed.
     late = [*ledger[:-1], _entry(7, "malformed", "invalid_utf8"), ledger[-1]]
     passed = {
@@ -139,6 +141,10 @@ def test_each_kind_is_dead_lettered_coerced_dropped_or_where_the_loader_stopped(
     assert again["bad_timestamp"].outcome == again["oversized"].outcome == semantics.DROPPED
     text = semantics.markdown({"icefloe": found})
     assert "| invalid_json | dead letter (1) |" in text
+    assert "| oversized | stopped at one of 2 kinds from bad_timestamp (1) |" in text
+    assert "icefloe stopped naming no message" in text
+    named_text = semantics.markdown({"icefloe": list(named.values())})
+    assert "| oversized | stopped (1) |" in named_text and "naming no" not in named_text
 
 
 def test_parts_of_a_run_merge_into_one_table(tmp_path: Path) -> None:
