@@ -48,6 +48,10 @@ class Report:
         freshness: the freshness settings, in the order measured.
         notes: what the reader should know (skipped parts, failures).
         commit: the project's commit the run measured (``git describe``), if known.
+        probe_start_s, probe_end_s: the probe (10M Python additions, ``harness.machine``) at
+            the run's start and end, seconds.
+        cpu_quota: the share of each CPU the run had (``--cpu-quota``), None: the machine as
+            it was.
     """
 
     command: str
@@ -59,6 +63,9 @@ class Report:
     freshness: list[Freshness] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     commit: str | None = None
+    probe_start_s: float | None = None
+    probe_end_s: float | None = None
+    cpu_quota: float | None = None
 
     def find(self, key: str, window_days: float | None = None) -> Throughput | None:
         """The figure ``key`` (of the backlog shape ``window_days``, when given)."""
@@ -106,6 +113,9 @@ class Report:
             "started": self.started,
             "load_average_start": list(self.load_start),
             "load_average_end": list(self.load_end) if self.load_end else None,
+            "probe_start_s": self.probe_start_s,
+            "probe_end_s": self.probe_end_s,
+            "cpu_quota": self.cpu_quota,
             "options": self.options,
             "bounds_rows_per_s": {
                 f"{shape:g}": {
@@ -140,7 +150,7 @@ class Report:
         """The headline (every row visible, the loader beside the sink at its best interval),
         the throughput tables (one per backlog shape), every run, the freshness table, the load
         average, the commit and the command, in Markdown."""
-        lines = headline.lines(self.throughputs)
+        lines = [self.machine_line(), "", *headline.lines(self.throughputs)]
         for shape in self.shapes:
             lines += ["", f"**{shape_name(shape)}**", "", *_throughput_table(self, shape)]
             shown = (t for t in self.throughputs if t.window_days == shape)
@@ -160,6 +170,21 @@ class Report:
         if notes:
             lines += ["", *(f"- {note}" for note in notes)]
         return "\n".join(lines).strip() + "\n"
+
+    def machine_line(self) -> str:
+        """The machine the figures were measured on: the probe at the start and end, the quota."""
+        probes = " and ".join(
+            f"{p:.2f} s at the {when}"
+            for p, when in ((self.probe_start_s, "start"), (self.probe_end_s, "end"))
+            if p is not None
+        )
+        quota = (
+            "the machine as it was"
+            if self.cpu_quota is None or self.cpu_quota >= 1
+            else f"CPU quota {self.cpu_quota:g} (each CPU left for {self.cpu_quota:.0%} of its "
+            "time, `harness/machine.py`)"
+        )
+        return f"Probe (10,000,000 Python additions): {probes or NONE}; {quota}."
 
     def write(self, folder: Path) -> dict[str, Path]:
         """Write ``bench.json``, ``bench.md`` and ``bench.png`` into ``folder``.

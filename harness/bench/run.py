@@ -51,6 +51,7 @@ from icefloe.harness.bench.workload import (
     reference_values,
 )
 from icefloe.harness.console import say
+from icefloe.harness.machine import Slowdown, probe_s
 from icefloe.harness.resources import commit
 
 PARTITIONS = 2
@@ -73,8 +74,32 @@ def project_commit() -> str | None:
     return commit()
 
 
-def run(stack: Any, options: BenchOptions) -> tuple[Report, Path]:
-    """Measure what ``options`` asks on ``stack``; write the report; return it and its folder."""
+def run_each_quota(stack: Any, options: BenchOptions) -> list[tuple[Report, Path]]:
+    """``run`` once per ``options.cpu_quotas``, each with every CPU left to the machine for that
+    share of its time (``harness.machine.Slowdown``) and its report in ``quota-<F>/`` of the
+    run's folder; with no quota, ``run`` once, the machine as it is.
+
+    Raises:
+        SlowdownUnavailable: the machine cannot be slowed (found before anything is measured).
+    """
+    if not options.cpu_quotas:
+        return [run(stack, options)]
+    with Slowdown(min(options.cpu_quotas)):
+        pass  # can it be slowed at all: asked now, not after an hour of measuring
+    started = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    top = output_folder(stack, options, started)
+    done = []
+    for quota in options.cpu_quotas:
+        one = dataclasses.replace(options, out=top / f"quota-{quota:g}")
+        with Slowdown(quota) as slowdown:
+            say(slowdown.describe())
+            done.append(run(stack, one, cpu_quota=quota))
+    return done
+
+
+def run(stack: Any, options: BenchOptions, cpu_quota: float | None = None) -> tuple[Report, Path]:
+    """Measure what ``options`` asks on ``stack``; write the report; return it and its folder.
+    ``cpu_quota``: the share of each CPU the caller left the run (recorded, not applied)."""
     started = dt.datetime.now(dt.UTC).replace(microsecond=0)
     folder = output_folder(stack, options, started)
     folder.mkdir(parents=True, exist_ok=True)
@@ -84,8 +109,13 @@ def run(stack: Any, options: BenchOptions) -> tuple[Report, Path]:
         load_start=_load(),
         options=as_dict(options),
         commit=project_commit(),
+        probe_start_s=probe_s(),
+        cpu_quota=cpu_quota,
     )
-    say(f"load average at start {report.load_start}; output in {folder}")
+    say(
+        f"load average at start {report.load_start}, probe {report.probe_start_s:.2f} s; "
+        f"output in {folder}"
+    )
     if options.skip:
         report.notes.append(f"skipped: {', '.join(p for p in PARTS if p in options.skip)}")
     provisioned = peers.sink_provisioned(stack)
@@ -106,7 +136,8 @@ def run(stack: Any, options: BenchOptions) -> tuple[Report, Path]:
     finally:
         schema.drop()
         report.load_end = _load()
-    say(f"load average at end {report.load_end}")
+        report.probe_end_s = probe_s()
+    say(f"load average at end {report.load_end}, probe {report.probe_end_s:.2f} s")
     report.write(folder)
     return report, folder
 

@@ -14,13 +14,19 @@ from icefloe.harness.console import say
 
 def _run(args: argparse.Namespace) -> int:
     from icefloe.harness.bench.options import from_args
-    from icefloe.harness.bench.run import run
+    from icefloe.harness.bench.run import run_each_quota
     from icefloe.harness.cli.stack import open_stack
+    from icefloe.harness.machine import SlowdownUnavailable
 
-    report, folder = run(open_stack(args), from_args(args))
-    print()
-    print(report.to_markdown())
-    say(f"wrote bench.json, bench.md and bench.png to {folder}")
+    try:
+        done = run_each_quota(open_stack(args), from_args(args))
+    except SlowdownUnavailable as exc:
+        say(f"--cpu-quota: cannot slow this machine: {exc}")
+        return 2
+    for report, folder in done:
+        print()
+        print(report.to_markdown())
+        say(f"wrote bench.json, bench.md and bench.png to {folder}")
     return 0
 
 

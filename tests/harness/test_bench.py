@@ -108,6 +108,8 @@ def test_the_sink_is_measured_when_asked_or_by_default_when_provisioned() -> Non
         ["--loader", "no-such-loader"],
         ["--repeat", "0"],
         ["--window-days", "0"],
+        ["--cpu-quota", "1.5"],
+        ["--cpu-quota", "0"],
     ],
 )
 def test_options_refuse_bad_values(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -133,6 +135,11 @@ def test_the_command_line_runs_the_same_options_again() -> None:
     peers = parse(["--loader", "kafka-connect", "--repeat", "3", "--window-days", "30"])
     assert command_line(peers) == "icefloe bench --window-days 30 --loader kafka-connect --repeat 3"
     assert parse(command_line(peers).split()[2:]) == peers
+    slowed = parse(["--cpu-quota", "1,0.45"])
+    assert slowed.cpu_quotas == (1.0, 0.45)
+    assert command_line(slowed) == "icefloe bench --cpu-quota 1,0.45"
+    assert parse(command_line(slowed).split()[2:]) == slowed
+    assert as_dict(slowed)["cpu_quotas"] == [1.0, 0.45]
 
 
 def test_the_loaders_get_the_runs_settings_the_cluster_but_its_jit() -> None:
@@ -227,12 +234,16 @@ def test_batch_times_are_the_loaders_lines_after_the_window_began() -> None:
 def test_a_core_meter_counts_a_process_tree_and_leaves_out_one_that_changed() -> None:
     own = psutil.Process()
     meter = CoreMeter({"me": lambda: own, "gone": lambda: None}, own=frozenset({"me"}))
+    began = time.monotonic()
     meter.start()
     deadline = time.process_time() + 0.2
     while time.process_time() < deadline:  # burn 0.2 s of CPU
         pass
     cores = meter.cores()
-    assert 0.2 <= cores["me"] <= 1.5
+    wall = time.monotonic() - began  # a little longer than the meter's window
+    # Cores are CPU seconds over wall seconds: however loaded the machine (the burn then takes
+    # longer), they give back the 0.2 s burned.
+    assert 0.18 <= cores["me"] * wall <= 0.4 and cores["me"] <= 1.5
     assert "gone" not in cores and cores[MACHINE] >= cores["me"] * 0.9
     with pytest.raises(RuntimeError):
         CoreMeter({}).cores()
@@ -352,6 +363,7 @@ def test_the_markdown_tables_carry_figures_ratios_files_load_commit_and_command(
         "at the median, 1.45 s at p99"
     ) in text
     assert "at start 1.0/2.0/3.0, at end 4.0/5.0/6.0" in text
+    assert text.startswith("Probe (10,000,000 Python additions): -; the machine as it was.")
     assert "at commit abc1234" in text
     assert "`icefloe bench --rows 1000`" in text
     assert "- skipped: cluster" in text
@@ -397,3 +409,58 @@ def test_icefloe_bench_is_a_command_of_the_cli() -> None:
     args = build_parser().parse_args(["bench", "--rows", "5000", "--skip", "cluster"])
     assert args.rows == 5000 and args.skip == frozenset({"cluster"})
     assert args.func.__module__ == "icefloe.harness.cli.bench"
+
+
+def test_the_probe_and_the_quota_head_the_report() -> None:
+    report = _report()
+    report.probe_start_s, report.probe_end_s, report.cpu_quota = 1.48, 1.52, 0.45
+    assert report.to_markdown().startswith(
+        "Probe (10,000,000 Python additions): 1.48 s at the start and 1.52 s at the end; "
+        "CPU quota 0.45 (each CPU left for 45% of its time, `harness/machine.py`)."
+    )
+    doc = report.to_json()
+    assert (doc["probe_start_s"], doc["probe_end_s"], doc["cpu_quota"]) == (1.48, 1.52, 0.45)
+
+
+def test_each_quota_runs_the_whole_bench_slowed_in_a_folder_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from icefloe.harness.bench import run as bench_run
+
+    entered: list[float] = []
+
+    class Slowed:
+        def __init__(self, fraction: float) -> None:
+            self.fraction = fraction
+
+        def __enter__(self) -> Slowed:
+            entered.append(self.fraction)
+            return self
+
+        def __exit__(self, *_exc: object) -> None:
+            pass
+
+        def describe(self) -> str:
+            return f"quota {self.fraction}"
+
+    ran: list[tuple[Path | None, float | None, list[float]]] = []
+
+    def fake_run(stack: object, options: BenchOptions, cpu_quota: float | None = None) -> object:
+        ran.append((options.out, cpu_quota, list(entered)))
+        return _report(), options.out
+
+    monkeypatch.setattr(bench_run, "Slowdown", Slowed)
+    monkeypatch.setattr(bench_run, "run", fake_run)
+    options = parse(["--cpu-quota", "1,0.45", "--out", str(tmp_path)])
+    done = bench_run.run_each_quota(object(), options)
+    assert len(done) == 2
+    # Asked first whether the machine can be slowed at all, then each quota in turn.
+    assert ran == [
+        (tmp_path / "quota-1", 1.0, [0.45, 1.0]),
+        (tmp_path / "quota-0.45", 0.45, [0.45, 1.0, 0.45]),
+    ]
+    # No quota: one run, the machine as it is, nothing slowed.
+    ran.clear()
+    entered.clear()
+    assert len(bench_run.run_each_quota(object(), parse(["--out", str(tmp_path)]))) == 1
+    assert ran == [(tmp_path, None, [])]

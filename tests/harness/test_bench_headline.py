@@ -127,7 +127,9 @@ def test_a_figure_is_the_median_run_and_keeps_every_run_with_its_load() -> None:
 
 def test_the_headline_compares_the_loader_with_the_sinks_best_interval() -> None:
     text = report().to_markdown()
-    assert text.startswith("**Every row visible, from process start**")
+    machine, rest = text.split("\n\n", 1)  # the probe and quota first, then the headline
+    assert machine.startswith("Probe (10,000,000 Python additions)")
+    assert rest.startswith("**Every row visible, from process start**")
     assert (
         "- event times within 1 day: the loader beside the sink at its best commit interval, "
         "5 s (of 1, 2, 5 and 10 s, chosen by median every-row-visible time): "
