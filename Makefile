@@ -49,7 +49,7 @@ demo: provision ## bring the stack up and walk through it
 # tables and loaders of its own on STREAMS pytest workers at once, then what strikes the shared
 # stack (a service killed or paused, Toxiproxy: marked `exclusive`) alone. STREAMS=1: one at a
 # time.
-STREAMS ?= 3
+STREAMS ?= 2
 STREAMED := $(BIN)/python -m tests.streams --streams $(STREAMS)
 
 # On the REST catalog, whichever catalog a running stack was brought up with (`make test-glue`

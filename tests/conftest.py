@@ -1,5 +1,5 @@
 """Test configuration: Hypothesis profiles chosen by environment (ci by default, soak on demand),
-and how the pytest workers share the suite (``tests/schedule.py``)."""
+and how two pytest workers share the suite (``tests/schedule.py``)."""
 
 from __future__ import annotations
 

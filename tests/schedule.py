@@ -1,14 +1,15 @@
-"""How the pytest workers share the suite (``tests/streams.py``): which tests go together, and
+"""How two pytest workers share the suite (``tests/streams.py``): which tests go together, and
 in what order the rest are handed out.
 
-A work unit is one test, except :data:`TOGETHER`: tests that share state outside their own names
-run as one unit, in their order, on one worker. The docs' blocks and the workshop start and stop
-the command line's background loaders by name (``icefloe loader start``, the default ``loader``)
-and keep ledgers in the checkout's ``.run/``; a file's blocks also build on each other. The catalog
-checks start the catalog under test on the ports the stack keeps for it, which the installed kit's
-``icefloe doctor`` would report taken. Units are handed out longest kind first (the shared unit,
-the scenarios, the integration tests), the unit tests last, so that the last minutes of a run are
-many short tests on every worker rather than one long one on one.
+A work unit is one test, except :data:`TOGETHER`: tests that share state outside their own
+names run as one unit, in their order, on one worker. The docs' blocks and the workshop start
+and stop the command line's background loaders by name (``icefloe loader start``, the default
+``loader``) and keep ledgers in the checkout's ``.run/``; a file's blocks also build on each
+other. The catalog checks start the catalog under test on the ports the stack keeps for it,
+which the installed kit's ``icefloe doctor`` would report taken. Units are handed out longest
+kind first (the shared unit, the scenarios, the integration tests), the unit tests last, so
+that the last minutes of a run are many short tests on both workers rather than one long one
+on one.
 
 pytest-xdist's own ``loadgroup`` (``xdist_group`` marks) names its units through the test ids,
 which pytest 9 no longer lets a plugin change; this scheduler groups by path instead.

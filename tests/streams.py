@@ -1,16 +1,15 @@
-"""The test suite in two parts on one stack: shared by three pytest workers at once, then alone.
+"""The test suite in two parts on one stack: shared by two pytest workers at once, then alone.
 
 Most tests use the stack only through topics, tables and loaders of their own, and mostly wait
-(paced publishes, a loader's triggers, leases, faults' windows): three of them at once on two
-cores take little longer each than one alone (the local leg's shared part took 1,372 s on two
-workers at a probe of 0.77 s, 1,048 s on three at 0.75 s: docs/ci.md). A test that strikes what
-every test on the stack shares (a service killed or paused, Toxiproxy's proxies:
-``FaultKind.shared``) is marked ``exclusive`` and runs after the others, with the stack to itself.
+(paced publishes, a loader's triggers, leases, faults' windows): two of them at once on two
+cores take little longer each than one alone. A test that strikes what every test on the stack
+shares (a service killed or paused, Toxiproxy's proxies: ``FaultKind.shared``) is marked
+``exclusive`` and runs after the others, with the stack to itself.
 
 ``python -m tests.streams [--streams N] [--backend B] [-m EXPR] -- PYTEST_ARGS...``:
 
-1. starts the stack (``--backend``) if it is not running, so that every worker finds it up and
-   none stops it;
+1. starts the stack (``--backend``) if it is not running, so that both workers find it up and
+   neither stops it;
 2. runs ``pytest -n N`` on the tests that match ``EXPR and not exclusive`` (tests of one
    ``xdist_group`` go to one worker, in their order: the docs' blocks and the workshop, which
    share the command line's named loaders);
@@ -61,7 +60,7 @@ def _icefloe(*argv: str) -> None:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.streams", description=__doc__)
-    parser.add_argument("--streams", type=int, default=3, help="pytest workers (default 3)")
+    parser.add_argument("--streams", type=int, default=2, help="pytest workers (default 2)")
     parser.add_argument("--backend", default=None, help="local or containers")
     parser.add_argument("-m", dest="markers", default="not slow", help="marker expression")
     parser.add_argument("pytest_args", nargs="*")
