@@ -20,7 +20,7 @@ from pathlib import Path
 from icefloe.harness import resources
 from icefloe.harness.provision import jdk, steps, versions
 from icefloe.harness.provision.layout import Layout
-from icefloe.harness.stack.config import StackConfig
+from icefloe.harness.stack.config import ON_DEMAND_PORTS, StackConfig
 from icefloe.harness.stack.ports import port_is_free
 
 __all__ = ["OK", "Finding", "findings", "problems"]
@@ -28,6 +28,7 @@ __all__ = ["OK", "Finding", "findings", "problems"]
 OK = "ok"
 MISSING = "missing"
 IN_USE = "in use"
+BUSY = "busy"
 LOW = "low"
 OPTIONAL = "optional"
 
@@ -44,8 +45,10 @@ class Finding:
     Attributes:
         area: ``kit``, ``tool``, ``cache``, ``port`` or ``disk``.
         name: What it is (``trino 476``, ``trino_port 8080``...).
-        state: ``ok``, ``missing``, ``in use``, ``low`` or ``optional`` (missing, needed
-            only by some commands).
+        state: ``ok``, ``missing``, ``in use`` (a port ``icefloe up`` needs, held by another
+            process), ``busy`` (a port only some commands bind, held by another process now:
+            those commands need it free when they run), ``low`` or ``optional`` (missing,
+            needed only by some commands).
         detail: Where it is, its version or size, or why it is not ok.
         fix: The command that fixes it (empty when nothing needs fixing).
     """
@@ -75,8 +78,9 @@ def findings(config: StackConfig, running_ports: frozenset[int] = frozenset()) -
 
 
 def problems(found: list[Finding]) -> list[Finding]:
-    """The findings that are neither ``ok`` nor ``optional``."""
-    return [f for f in found if f.state not in (OK, OPTIONAL)]
+    """The findings that are neither ``ok``, ``optional`` nor ``busy``: what stands in the way
+    of ``icefloe up``."""
+    return [f for f in found if f.state not in (OK, OPTIONAL, BUSY)]
 
 
 def _kit() -> list[Finding]:
@@ -168,6 +172,17 @@ def _ports(config: StackConfig, running: frozenset[int]) -> list[Finding]:
             out.append(Finding("port", name, OK, "held by this stack's service"))
         elif port_is_free(port):
             out.append(Finding("port", name, OK, "free on 127.0.0.1"))
+        elif field.name in ON_DEMAND_PORTS:
+            out.append(
+                Finding(
+                    "port",
+                    name,
+                    BUSY,
+                    f"taken by another process now; {ON_DEMAND_PORTS[field.name]} needs it "
+                    "free when it runs",
+                    f"when it is in the way, move it: {config.port_settings((port,))}",
+                )
+            )
         else:
             out.append(
                 Finding(

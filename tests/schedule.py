@@ -5,11 +5,10 @@ A work unit is one test, except :data:`TOGETHER`: tests that share state outside
 names run as one unit, in their order, on one worker. The docs' blocks and the workshop start
 and stop the command line's background loaders by name (``icefloe loader start``, the default
 ``loader``) and keep ledgers in the checkout's ``.run/``; a file's blocks also build on each
-other. The catalog checks start the catalog under test on the ports the stack keeps for it,
-which the installed kit's ``icefloe doctor`` would report taken. Units are handed out longest
-kind first (the shared unit, the scenarios, the integration tests), the unit tests last, so
-that the last minutes of a run are many short tests on both workers rather than one long one
-on one.
+other. The catalog checks each start the catalogs under test on the ports the stack keeps for
+them. Units are handed out longest kind first (the shared unit, the scenarios, the integration
+tests), the unit tests last, so that the last minutes of a run are many short tests on both
+workers rather than one long one on one.
 
 pytest-xdist's own ``loadgroup`` (``xdist_group`` marks) names its units through the test ids,
 which pytest 9 no longer lets a plugin change; this scheduler groups by path instead.
@@ -23,12 +22,8 @@ from xdist.scheduler import LoadScopeScheduling
 
 TOGETHER: dict[str, tuple[str, ...]] = {
     "cli": ("tests/docs/test_documented_commands.py::", "tests/workshop/"),
-    # The catalog checks start each catalog under test on the stack's ports for it; the installed
-    # kit's `icefloe doctor` reports a problem for every stack port another process holds.
-    "stack-ports": (
-        "tests/harness/test_catalog_checks_integration.py::",
-        "tests/docs/test_installed_kit.py::",
-    ),
+    # Each starts the catalogs under test on the stack's ports for them (tested_catalog_port...).
+    "tested-catalogs": ("tests/harness/test_catalog_checks_integration.py::",),
 }
 """Units of several tests, by the paths of their ids."""
 

@@ -101,7 +101,9 @@ def _doctor(args: argparse.Namespace) -> int:
         running = frozenset(p for s in services if s.pid for p in s.ports)
     found = doctor.findings(config, running)
     for f in found:  # lines, not a table: paths are long and a table would cut them
-        colour = {"ok": "green", "optional": "yellow"}.get(f.state, "red")
+        colour = {doctor.OK: "green", doctor.OPTIONAL: "yellow", doctor.BUSY: "yellow"}.get(
+            f.state, "red"
+        )
         fix = f"  [bold]fix:[/] {escape(f.fix)}" if f.fix else ""
         say(f"[{colour}]{f.state:8}[/] {f.area:5} {escape(f.name)}: {escape(f.detail)}{fix}")
     wrong = doctor.problems(found)

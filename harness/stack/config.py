@@ -40,6 +40,21 @@ def run_dir() -> Path:
     return Path(base).expanduser().resolve() / "icefloe" / "run"
 
 
+ON_DEMAND_PORTS: dict[str, str] = {
+    "loader_metrics_port": "a loader's /metrics (`icefloe loader start` takes the next free port)",
+    "toxiproxy_port": "wire faults (Toxiproxy)",
+    "toxiproxy_kafka_port": "wire faults (Toxiproxy)",
+    "toxiproxy_minio_port": "wire faults (Toxiproxy)",
+    "toxiproxy_catalog_port": "wire faults (Toxiproxy)",
+    "tested_catalog_port": "`icefloe catalogs check`",
+    "tested_glue_port": "`icefloe catalogs check`",
+    "moto_port": "`icefloe catalogs check`",
+    "nessie_port": "`icefloe catalogs check`",
+    "nessie_management_port": "`icefloe catalogs check`",
+}
+"""The ports ``icefloe up`` does not bind, by setting, with what binds them when it runs."""
+
+
 @dataclass(frozen=True)
 class StackConfig:
     """Ports, heap sizes, timeouts and directories of one local stack."""

@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 
-from icefloe.harness.stack.ports import free_port
 from tests.docs.markdown_blocks import ROOT, Block, Runner, blocks
 from tests.wheel import build_wheel
 
@@ -60,9 +59,6 @@ def test_the_pages_commands_run_with_the_kit_installed_from_its_wheel(
     )  # fmt: skip
     assert installed.returncode == 0, installed.stdout + installed.stderr
     monkeypatch.setenv("ICEFLOE_RUN_DIR", str(stack.config.run_dir))
-    # The loaders of tests running beside this one take the stack's loader metrics port, which
-    # `icefloe doctor` rightly reports taken: this user's metrics port is one nothing holds.
-    monkeypatch.setenv("ICEFLOE_STACK_LOADER_METRICS_PORT", str(free_port(29400)))
     monkeypatch.delenv("VIRTUAL_ENV", raising=False)
     where = tmp_path / "work"
     where.mkdir()

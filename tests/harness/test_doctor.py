@@ -62,6 +62,22 @@ def test_a_taken_port_is_in_use_unless_the_stack_holds_it(tmp_path: Path) -> Non
     assert free.state == doctor.OK
 
 
+def test_a_taken_port_only_some_commands_bind_is_busy_not_a_problem(tmp_path: Path) -> None:
+    port = _free_port()
+    config = StackConfig(
+        run_dir=tmp_path / "run", cache_dir=tmp_path / "cache", tested_catalog_port=port
+    )
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", port))
+        listener.listen()
+        found = doctor.findings(config)
+    busy = next(f for f in found if f.name == f"tested_catalog_port {port}")
+    assert busy.state == doctor.BUSY
+    assert "`icefloe catalogs check` needs it free" in busy.detail
+    assert "TESTED_CATALOG_PORT" in busy.fix
+    assert busy not in doctor.problems(found)  # `icefloe up` binds it not
+
+
 def test_the_summary_of_problems_keeps_the_settings_table_it_names(
     tmp_path: Path, monkeypatch: Any, capfd: Any
 ) -> None:
