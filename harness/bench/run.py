@@ -77,7 +77,8 @@ def project_commit() -> str | None:
 def run_each_quota(stack: Any, options: BenchOptions) -> list[tuple[Report, Path]]:
     """``run`` once per ``options.cpu_quotas``, each with every CPU left to the machine for that
     share of its time (``harness.machine.Slowdown``) and its report in ``quota-<F>/`` of the
-    run's folder; with no quota, ``run`` once, the machine as it is.
+    run's folder (with one quota, the folder itself); with no quota, ``run`` once, the machine
+    as it is.
 
     Raises:
         SlowdownUnavailable: the machine cannot be slowed (found before anything is measured).
@@ -90,7 +91,10 @@ def run_each_quota(stack: Any, options: BenchOptions) -> list[tuple[Report, Path
     top = output_folder(stack, options, started)
     done = []
     for quota in options.cpu_quotas:
-        one = dataclasses.replace(options, out=top / f"quota-{quota:g}")
+        # Its report's command runs this quota alone, into this folder again.
+        nested = len(options.cpu_quotas) > 1
+        out = top / f"quota-{quota:g}" if nested else top
+        one = dataclasses.replace(options, out=out, cpu_quotas=(quota,))
         with Slowdown(quota) as slowdown:
             say(slowdown.describe())
             done.append(run(stack, one, cpu_quota=quota))

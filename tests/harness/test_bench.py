@@ -446,6 +446,7 @@ def test_each_quota_runs_the_whole_bench_slowed_in_a_folder_of_its_own(
     ran: list[tuple[Path | None, float | None, list[float]]] = []
 
     def fake_run(stack: object, options: BenchOptions, cpu_quota: float | None = None) -> object:
+        assert options.cpu_quotas == ((cpu_quota,) if cpu_quota else ())  # its command: it alone
         ran.append((options.out, cpu_quota, list(entered)))
         return _report(), options.out
 
@@ -459,6 +460,11 @@ def test_each_quota_runs_the_whole_bench_slowed_in_a_folder_of_its_own(
         (tmp_path / "quota-1", 1.0, [0.45, 1.0]),
         (tmp_path / "quota-0.45", 0.45, [0.45, 1.0, 0.45]),
     ]
+    # One quota: its report in the run's folder itself.
+    ran.clear()
+    entered.clear()
+    bench_run.run_each_quota(object(), parse(["--cpu-quota", "0.45", "--out", str(tmp_path)]))
+    assert ran == [(tmp_path, 0.45, [0.45, 0.45])]
     # No quota: one run, the machine as it is, nothing slowed.
     ran.clear()
     entered.clear()
