@@ -89,21 +89,22 @@ def run_each_quota(stack: Any, options: BenchOptions) -> list[tuple[Report, Path
         pass  # can it be slowed at all: asked now, not after an hour of measuring
     started = dt.datetime.now(dt.UTC).replace(microsecond=0)
     top = output_folder(stack, options, started)
+    nested = len(options.cpu_quotas) > 1
     done = []
     for quota in options.cpu_quotas:
         # Its report's command runs this quota alone, into this folder again.
-        nested = len(options.cpu_quotas) > 1
         out = top / f"quota-{quota:g}" if nested else top
         one = dataclasses.replace(options, out=out, cpu_quotas=(quota,))
         with Slowdown(quota) as slowdown:
             say(slowdown.describe())
-            done.append(run(stack, one, cpu_quota=quota))
+            done.append(run(stack, one))
     return done
 
 
-def run(stack: Any, options: BenchOptions, cpu_quota: float | None = None) -> tuple[Report, Path]:
+def run(stack: Any, options: BenchOptions) -> tuple[Report, Path]:
     """Measure what ``options`` asks on ``stack``; write the report; return it and its folder.
-    ``cpu_quota``: the share of each CPU the caller left the run (recorded, not applied)."""
+    A single quota in ``options.cpu_quotas`` is recorded as the run's, not applied: the caller
+    slows the machine (``run_each_quota``)."""
     started = dt.datetime.now(dt.UTC).replace(microsecond=0)
     folder = output_folder(stack, options, started)
     folder.mkdir(parents=True, exist_ok=True)
@@ -114,7 +115,7 @@ def run(stack: Any, options: BenchOptions, cpu_quota: float | None = None) -> tu
         options=as_dict(options),
         commit=project_commit(),
         probe_start_s=probe_s(),
-        cpu_quota=cpu_quota,
+        cpu_quota=options.cpu_quotas[0] if len(options.cpu_quotas) == 1 else None,
     )
     say(
         f"load average at start {report.load_start}, probe {report.probe_start_s:.2f} s; "

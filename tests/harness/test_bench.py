@@ -445,8 +445,9 @@ def test_each_quota_runs_the_whole_bench_slowed_in_a_folder_of_its_own(
 
     ran: list[tuple[Path | None, float | None, list[float]]] = []
 
-    def fake_run(stack: object, options: BenchOptions, cpu_quota: float | None = None) -> object:
-        assert options.cpu_quotas == ((cpu_quota,) if cpu_quota else ())  # its command: it alone
+    def fake_run(stack: object, options: BenchOptions) -> object:
+        assert len(options.cpu_quotas) <= 1  # its command: its quota alone
+        cpu_quota = options.cpu_quotas[0] if options.cpu_quotas else None
         ran.append((options.out, cpu_quota, list(entered)))
         return _report(), options.out
 
